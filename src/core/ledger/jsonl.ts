@@ -1,0 +1,110 @@
+/**
+ * The JSONL form of a stream: a header line, then one canonical JSON line per entry in
+ * position order. Export is a pure function of the entries, so exporting an imported
+ * stream gives the same bytes. Parsing keeps unknown entry types and skips only a torn
+ * last line, with a warning.
+ */
+import { z } from 'zod';
+import { canonicalJson, digestPattern, type Digest } from '../canonical.ts';
+import { BatonError } from '../errors.ts';
+import { jsonObjectSchema, jsonValueSchema } from '../json.ts';
+import { parseRecord, recordSchema } from '../records.ts';
+import { knownEntryTypes, type Entry } from './entry.ts';
+import { entryTypeSchema, sourceIdSchema, streamKeySchema, type StreamKey } from './names.ts';
+
+export const exportHeaderSchema = recordSchema('baton.ledger-export/v1', {
+  stream: streamKeySchema,
+  head: z.number().int().min(0),
+});
+
+export const entryLineSchema = recordSchema('baton.entry/v1', {
+  position: z.number().int().min(1),
+  type: entryTypeSchema,
+  source_id: sourceIdSchema.nullable().default(null),
+  digest: z.string().regex(digestPattern) as z.ZodType<Digest>,
+  recorded_at: z.iso.datetime(),
+  content: jsonValueSchema.nullable().default(null),
+  metadata: jsonObjectSchema.nullable().default(null),
+  retracted: z.strictObject({ at: z.iso.datetime(), reason: z.string() }).nullable().default(null),
+});
+
+export type EntryLine = z.output<typeof entryLineSchema>;
+
+export function headerLine(stream: StreamKey, head: number): string {
+  return canonicalJson({ schema: 'baton.ledger-export/v1', stream, head });
+}
+
+export function entryLine(entry: Entry): string {
+  return canonicalJson({
+    schema: 'baton.entry/v1',
+    position: entry.position,
+    type: entry.type,
+    source_id: entry.source_id,
+    digest: entry.digest,
+    recorded_at: entry.recorded_at,
+    content: entry.content,
+    metadata: entry.metadata,
+    retracted: entry.retracted,
+  });
+}
+
+export interface ParseWarning {
+  readonly line: number;
+  readonly message: string;
+}
+
+export interface ParsedLedger {
+  readonly stream: StreamKey;
+  readonly entries: EntryLine[];
+  readonly warnings: ParseWarning[];
+  /** Entry types this Baton does not know, kept as they are, with how often each appears. */
+  readonly unknown_types: Record<string, number>;
+}
+
+/**
+ * Parse JSONL lines (without their newlines). Only the last non-empty line may be torn; a
+ * bad line anywhere else is invalid_input, since entries after it could not be trusted.
+ */
+export async function parseLedgerLines(
+  lines: AsyncIterable<string> | Iterable<string>,
+): Promise<ParsedLedger> {
+  let header: z.output<typeof exportHeaderSchema> | undefined;
+  const entries: EntryLine[] = [];
+  const warnings: ParseWarning[] = [];
+  const unknown_types: Record<string, number> = {};
+  let pending: { number: number; text: string; reason: string } | undefined;
+  let number = 0;
+  for await (const raw of lines) {
+    number += 1;
+    const text = raw.trim();
+    if (text === '') continue;
+    if (pending) {
+      throw new BatonError(
+        'invalid_input',
+        `line ${pending.number} is not a ledger entry: ${pending.reason}`,
+        {
+          line: pending.number,
+        },
+      );
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      pending = { number, text, reason: (error as Error).message };
+      continue;
+    }
+    if (!header) {
+      header = parseRecord(exportHeaderSchema, value, `line ${number} (export header)`);
+      continue;
+    }
+    const entry = parseRecord(entryLineSchema, value, `line ${number}`);
+    if (!knownEntryTypes.has(entry.type)) unknown_types[entry.type] = (unknown_types[entry.type] ?? 0) + 1;
+    entries.push(entry);
+  }
+  if (pending) {
+    warnings.push({ line: pending.number, message: `torn last line skipped (${pending.reason})` });
+  }
+  if (!header) throw new BatonError('invalid_input', 'the file has no baton.ledger-export/v1 header line');
+  return { stream: header.stream, entries, warnings, unknown_types };
+}

@@ -1,0 +1,474 @@
+/**
+ * The one conformance suite every Store backend passes. A backend's test file calls
+ * describeStore(name, factory) once; the factory makes a fresh, empty database per test.
+ */
+import { describe, expect, it } from 'vitest';
+import { digestOf, sha256Digest } from '../../core/canonical.ts';
+import { BatonError, type ErrorCode } from '../../core/errors.ts';
+import { bodyMatches, entryBody, ledgerLimits, type Entry } from '../../core/ledger/entry.ts';
+import type { ScopeKey, StreamKey } from '../../core/ledger/names.ts';
+import type { Store } from '../store.ts';
+
+export interface StoreHarness {
+  /** Open a store on this harness's database; migrationCount applies only the first N migrations. */
+  open(options?: { migrationCount?: number }): Promise<Store>;
+  /** Close what open() returned and drop the database. */
+  dispose(): Promise<void>;
+}
+
+export type StoreFactory = () => Promise<StoreHarness>;
+
+const project_id = 'acme';
+const scope: ScopeKey = { project_id, scope_id: 'auto-refresh' };
+const stream: StreamKey = { project_id, kind: 'scope', scope_id: 'auto-refresh' };
+const session: StreamKey = { project_id, kind: 'session', session_id: 'run-1' };
+
+export async function expectBatonError(
+  promise: Promise<unknown> | (() => unknown),
+  code: ErrorCode,
+  data?: Record<string, unknown>,
+): Promise<BatonError> {
+  let caught: unknown;
+  try {
+    await (typeof promise === 'function' ? promise() : promise);
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught, `expected BatonError ${code}`).toBeInstanceOf(BatonError);
+  const error = caught as BatonError;
+  expect(error.code).toBe(code);
+  if (data) expect(error.data).toMatchObject(data);
+  return error;
+}
+
+export async function collect(entries: AsyncIterable<Entry>): Promise<Entry[]> {
+  const all: Entry[] = [];
+  for await (const entry of entries) all.push(entry);
+  return all;
+}
+
+function note(n: number, extra: Record<string, unknown> = {}) {
+  return {
+    type: 'source',
+    source_id: `note-${n}`,
+    content: { text: `note ${n}`, ...extra },
+    metadata: { kind: 'note' },
+  };
+}
+
+export function describeStore(name: string, factory: StoreFactory): void {
+  describe(`Store conformance: ${name}`, () => {
+    async function withStore(fn: (store: Store, harness: StoreHarness) => Promise<void>): Promise<void> {
+      const harness = await factory();
+      try {
+        const store = await harness.open();
+        await store.createProject(project_id);
+        await fn(store, harness);
+      } finally {
+        await harness.dispose();
+      }
+    }
+
+    describe('projects', () => {
+      it('creates a project once and finds it again', () =>
+        withStore(async (store) => {
+          const again = await store.createProject(project_id);
+          expect(again.project_id).toBe(project_id);
+          expect(await store.getProject(project_id)).toEqual(again);
+          expect((await store.listProjects()).map((p) => p.project_id)).toEqual([project_id]);
+        }));
+
+      it('rejects a bad project id and reports a missing one', () =>
+        withStore(async (store) => {
+          await expectBatonError(() => store.createProject('Not A Slug'), 'invalid_input');
+          await expectBatonError(store.getProject('nobody'), 'not_found', { project_id: 'nobody' });
+          await expectBatonError(store.append({ ...stream, project_id: 'nobody' }, [note(1)]), 'not_found');
+          expect((await store.listProjects()).length).toBe(1);
+        }));
+    });
+
+    describe('append', () => {
+      it('gives gap-free positions per stream and a rising global sequence', () =>
+        withStore(async (store) => {
+          const first = await store.append(stream, [note(1), note(2)]);
+          const other = await store.append(session, [{ type: 'user_message', content: 'hi' }]);
+          const third = await store.append(stream, [note(3)]);
+          expect([...first, ...third].map((r) => r.position)).toEqual([1, 2, 3]);
+          expect(other.map((r) => r.position)).toEqual([1]);
+          const entries = await collect(store.readStream(stream));
+          expect(entries.map((e) => e.position)).toEqual([1, 2, 3]);
+          const seqs = entries.map((e) => e.global_seq);
+          expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+          expect(new Set(seqs).size).toBe(3);
+          expect((await store.getStream(stream)).head).toBe(3);
+          expect((await store.getStream(session)).head).toBe(1);
+        }));
+
+      it('stores the canonical body under its digest', () =>
+        withStore(async (store) => {
+          const [result] = await store.append(stream, [note(1)]);
+          const [entry] = await collect(store.readStream(stream));
+          expect(entry!.digest).toBe(result!.digest);
+          expect(entry!.digest).toBe(digestOf({ content: { text: 'note 1' }, metadata: { kind: 'note' } }));
+          expect(bodyMatches(entryBody(entry!.content, entry!.metadata!), entry!.digest)).toBe(true);
+          expect(entry!.content).toEqual({ text: 'note 1' });
+          expect(entry!.type).toBe('source');
+          expect(entry!.source_id).toBe('note-1');
+          expect(entry!.retracted).toBeNull();
+        }));
+
+      it('writes nothing of a batch when one entry is invalid', () =>
+        withStore(async (store) => {
+          await store.append(stream, [note(1)]);
+          const bad = [note(2), { type: 'Bad Type', content: 1 }];
+          const error = await expectBatonError(store.append(stream, bad), 'invalid_input', { index: 1 });
+          expect(error.message).toContain('entry 1');
+          await expectBatonError(
+            store.append(stream, [{ type: 'source', content: undefined }] as never),
+            'invalid_input',
+          );
+          await expectBatonError(store.append(stream, []), 'invalid_input');
+          await expectBatonError(
+            store.append(stream, [{ type: 'x', content: { n: Number.NaN } }] as never),
+            'invalid_input',
+          );
+          expect((await store.getStream(stream)).head).toBe(1);
+        }));
+
+      it('refuses entries over the size limit, and batches over the count limit', () =>
+        withStore(async (store) => {
+          const big = 'x'.repeat(ledgerLimits.entryBytes);
+          await expectBatonError(
+            store.append(stream, [{ type: 'source', content: big }]),
+            'payload_too_large',
+            {
+              limit: ledgerLimits.entryBytes,
+            },
+          );
+          const many = Array.from({ length: ledgerLimits.batchEntries + 1 }, (_, n) => note(n));
+          await expectBatonError(store.append(stream, many), 'payload_too_large');
+          await expectBatonError(store.getStream(stream), 'not_found');
+        }));
+
+      it('makes a failed append leave no stream behind', () =>
+        withStore(async (store) => {
+          await store.append(stream, [note(1)]);
+          await expectBatonError(store.append(session, [note(1), note(1, { changed: true })]), 'conflict');
+          await expectBatonError(store.getStream(session), 'not_found');
+          expect((await store.listStreams(project_id)).map((s) => s.stream)).toEqual([stream]);
+        }));
+    });
+
+    describe('source capture', () => {
+      it('returns the original receipt for the same content, byte for byte', () =>
+        withStore(async (store) => {
+          const source = {
+            source_id: 'contract-1',
+            content: { objective: 'ship' },
+            metadata: { kind: 'work-contract' },
+          };
+          const receipt = await store.captureSource(scope, source);
+          expect(receipt).toEqual({
+            source_ref: { scope_id: scope.scope_id, source_id: 'contract-1', digest: receipt.digest },
+            position: 1,
+            digest: digestOf({ content: { objective: 'ship' }, metadata: { kind: 'work-contract' } }),
+          });
+          await store.captureSource(scope, { source_id: 'other', content: 'x' });
+          const again = await store.captureSource(scope, {
+            source_id: 'contract-1',
+            metadata: { kind: 'work-contract' },
+            content: { objective: 'ship' },
+          });
+          expect(JSON.stringify(again)).toBe(JSON.stringify(receipt));
+          expect((await store.getStream(stream)).head).toBe(2);
+        }));
+
+      it('refuses different content under the same source_id, naming the stored digest', () =>
+        withStore(async (store) => {
+          const receipt = await store.captureSource(scope, { source_id: 's', content: 'one' });
+          await expectBatonError(store.captureSource(scope, { source_id: 's', content: 'two' }), 'conflict', {
+            source_id: 's',
+            existing_digest: receipt.digest,
+            attempted_digest: digestOf({ content: 'two', metadata: {} }),
+          });
+          expect((await store.getStream(stream)).head).toBe(1);
+        }));
+
+      it('treats a repeated source_id inside one batch as one entry', () =>
+        withStore(async (store) => {
+          const results = await store.append(stream, [note(1), note(2), note(1)]);
+          expect(results.map((r) => [r.position, r.created])).toEqual([
+            [1, true],
+            [2, true],
+            [1, false],
+          ]);
+          await expectBatonError(store.append(stream, [note(3), note(3, { other: 1 })]), 'conflict');
+          expect((await store.getStream(stream)).head).toBe(2);
+        }));
+
+      it('keeps sources of different scopes apart', () =>
+        withStore(async (store) => {
+          await store.captureSource(scope, { source_id: 's', content: 'one' });
+          const other = await store.captureSource(
+            { project_id, scope_id: 'other' },
+            { source_id: 's', content: 'two' },
+          );
+          expect(other.position).toBe(1);
+        }));
+
+      it('rejects a capture without a valid source_id', () =>
+        withStore(async (store) => {
+          await expectBatonError(
+            store.captureSource(scope, { source_id: '', content: 'x' }),
+            'invalid_input',
+          );
+          await expectBatonError(
+            store.captureSource(scope, { source_id: ' lead', content: 'x' }),
+            'invalid_input',
+          );
+          await expectBatonError(store.getStream(stream), 'not_found');
+        }));
+    });
+
+    describe('reads', () => {
+      it('reads a range page by page in position order', () =>
+        withStore(async (store) => {
+          for (let batch = 0; batch < 3; batch += 1) {
+            await store.append(
+              stream,
+              Array.from({ length: 400 }, (_, n) => note(batch * 400 + n)),
+            );
+          }
+          const all = await collect(store.readStream(stream));
+          expect(all.length).toBe(1200);
+          expect(all.every((entry, index) => entry.position === index + 1)).toBe(true);
+          const middle = await collect(store.readStream(stream, { from: 510, to: 1030 }));
+          expect(middle.map((e) => e.position)).toEqual(Array.from({ length: 521 }, (_, n) => n + 510));
+          expect(await collect(store.readStream(stream, { from: 1201 }))).toEqual([]);
+        }));
+
+      it('reports streams and positions that do not exist', () =>
+        withStore(async (store) => {
+          await expectBatonError(() => collect(store.readStream(stream)), 'not_found');
+          await store.append(stream, [note(1)]);
+          await expectBatonError(() => collect(store.readStream(stream, { to: 2 })), 'not_found', {
+            head: 1,
+          });
+          await expectBatonError(() => collect(store.readStream(stream, { from: 0 })), 'invalid_input');
+          await expectBatonError(
+            () => collect(store.readStream({ ...stream, project_id: 'nobody' })),
+            'not_found',
+          );
+        }));
+
+      it('reads one source by exact ref and says why a ref is unreadable', () =>
+        withStore(async (store) => {
+          const receipt = await store.captureSource(scope, { source_id: 's', content: 'one' });
+          const entry = await store.readSource(project_id, receipt.source_ref);
+          expect(entry.content).toBe('one');
+          expect(entry.position).toBe(1);
+          const wrong = { ...receipt.source_ref, digest: sha256Digest('other') };
+          expect(await store.checkSource(project_id, wrong)).toEqual({
+            status: 'unavailable',
+            reason: 'digest_mismatch',
+          });
+          const missing = { ...receipt.source_ref, source_id: 'nope' };
+          expect(await store.checkSource(project_id, missing)).toEqual({
+            status: 'unavailable',
+            reason: 'missing',
+          });
+          const elsewhere = { ...receipt.source_ref, scope_id: 'elsewhere' };
+          expect(await store.checkSource(project_id, elsewhere)).toEqual({
+            status: 'unavailable',
+            reason: 'missing',
+          });
+          await expectBatonError(store.readSource(project_id, missing), 'not_found', { reason: 'missing' });
+          await expectBatonError(
+            store.readSource(project_id, { ...wrong, digest: 'md5:1' } as never),
+            'invalid_input',
+          );
+        }));
+    });
+
+    describe('retraction', () => {
+      it('purges content, keeps identity and position, and survives a reopen', () =>
+        withStore(async (store, harness) => {
+          const receipt = await store.captureSource(scope, {
+            source_id: 'leak',
+            content: { token: 'sk-live-123' },
+          });
+          await store.captureSource(scope, { source_id: 'after', content: 'later' });
+          const tombstone = await store.retractSource(scope, 'leak', 'contains a live token');
+          expect(tombstone).toMatchObject({
+            position: 1,
+            source_id: 'leak',
+            digest: receipt.digest,
+            content: null,
+            metadata: null,
+            retracted: { reason: 'contains a live token' },
+          });
+          expect(await store.checkSource(project_id, receipt.source_ref)).toEqual({
+            status: 'unavailable',
+            reason: 'retracted',
+          });
+          await expectBatonError(store.readSource(project_id, receipt.source_ref), 'not_found', {
+            reason: 'retracted',
+          });
+          await expectBatonError(
+            store.captureSource(scope, { source_id: 'leak', content: { token: 'sk-live-123' } }),
+            'conflict',
+            { retracted: true },
+          );
+          const again = await store.retractSource(scope, 'leak', 'second time');
+          expect(again.retracted?.reason).toBe('contains a live token');
+          await store.close();
+          const reopened = await harness.open();
+          const entries = await collect(reopened.readStream(stream));
+          expect(entries.map((e) => [e.position, e.source_id, e.content])).toEqual([
+            [1, 'leak', null],
+            [2, 'after', 'later'],
+          ]);
+          expect(JSON.stringify(entries)).not.toContain('sk-live-123');
+          await reopened.close();
+        }));
+
+      it('reports a retraction of something that does not exist', () =>
+        withStore(async (store) => {
+          await expectBatonError(store.retractSource(scope, 'nope', 'why'), 'not_found');
+          await store.captureSource(scope, { source_id: 's', content: 'x' });
+          await expectBatonError(store.retractSource(scope, 'nope', 'why'), 'not_found', {
+            source_id: 'nope',
+          });
+          await expectBatonError(store.retractSource(scope, 's', '  '), 'invalid_input');
+        }));
+    });
+
+    describe('handoff revisions', () => {
+      const body = (n: number) => ({ schema: 'baton.prepared-handoff/v1', objective: `step ${n}` });
+
+      it('publishes revisions 1..N with compare-and-swap on the head', () =>
+        withStore(async (store) => {
+          expect(await store.revisionHead(scope)).toBe(0);
+          const first = await store.commitRevision(scope, 0, body(1));
+          expect(first).toMatchObject({
+            scope_id: scope.scope_id,
+            revision: 1,
+            prepared_digest: digestOf(body(1)),
+          });
+          const second = await store.commitRevision(scope, 1, body(2));
+          expect(second.revision).toBe(2);
+          await expectBatonError(store.commitRevision(scope, 1, body(3)), 'revision_conflict', {
+            scope_id: scope.scope_id,
+            expected_head: 1,
+            actual_head: 2,
+          });
+          expect(await store.revisionHead(scope)).toBe(2);
+          expect(await store.getRevision(scope, 1)).toEqual(first);
+          expect(await store.getPrepared(project_id, first.prepared_digest)).toEqual(body(1));
+          await expectBatonError(store.getRevision(scope, 3), 'not_found');
+          await expectBatonError(store.commitRevision(scope, -1, body(3)), 'invalid_input');
+        }));
+
+      it('lists revisions newest first through a frozen selection', () =>
+        withStore(async (store) => {
+          for (let n = 0; n < 25; n += 1) await store.commitRevision(scope, n, body(n + 1));
+          const latest = await store.listRevisions(scope);
+          expect(latest.map((r) => r.revision)).toEqual(Array.from({ length: 20 }, (_, n) => 25 - n));
+          const frozen = await store.listRevisions(scope, { through: 7, limit: 3 });
+          expect(frozen.map((r) => r.revision)).toEqual([7, 6, 5]);
+          expect(await store.listRevisions({ project_id, scope_id: 'none-yet' })).toEqual([]);
+        }));
+
+      it('lets exactly one of 50 concurrent commits on one head win', () =>
+        withStore(async (store) => {
+          await store.commitRevision(scope, 0, body(0));
+          const attempts = await Promise.allSettled(
+            Array.from({ length: 50 }, (_, n) => store.commitRevision(scope, 1, body(100 + n))),
+          );
+          const won = attempts.filter((a) => a.status === 'fulfilled');
+          expect(won.length).toBe(1);
+          for (const attempt of attempts) {
+            if (attempt.status === 'rejected') {
+              expect(attempt.reason).toBeInstanceOf(BatonError);
+              expect((attempt.reason as BatonError).code).toBe('revision_conflict');
+              expect((attempt.reason as BatonError).data).toMatchObject({ actual_head: 2, expected_head: 1 });
+            }
+          }
+          expect(await store.revisionHead(scope)).toBe(2);
+        }));
+
+      it('stores prepared handoffs by digest, once', () =>
+        withStore(async (store) => {
+          const digest = await store.putPrepared(project_id, { b: 1, a: [1, 2] });
+          expect(await store.putPrepared(project_id, { a: [1, 2], b: 1 })).toBe(digest);
+          expect(digest).toBe(digestOf({ a: [1, 2], b: 1 }));
+          expect(await store.getPrepared(project_id, digest)).toEqual({ a: [1, 2], b: 1 });
+          await expectBatonError(store.getPrepared(project_id, sha256Digest('nothing')), 'not_found');
+          await expectBatonError(store.putPrepared('nobody', { a: 1 }), 'not_found');
+        }));
+    });
+
+    describe('import', () => {
+      it('recreates a stream with positions, digests, times and tombstones', () =>
+        withStore(async (store) => {
+          await store.append(stream, [note(1), note(2), { type: 'future-kind', content: { x: 1 } }]);
+          await store.retractSource(scope, 'note-2', 'secret');
+          const exported = (await collect(store.readStream(stream))).map(
+            ({ stream: _s, global_seq: _g, ...portable }) => portable,
+          );
+          const target: StreamKey = { project_id, kind: 'scope', scope_id: 'copy' };
+          const info = await store.importEntries(target, exported);
+          expect(info.head).toBe(3);
+          const copied = (await collect(store.readStream(target))).map(
+            ({ stream: _s, global_seq: _g, ...portable }) => portable,
+          );
+          expect(copied).toEqual(exported);
+          await expectBatonError(store.importEntries(target, exported), 'conflict');
+          const next = await store.append(target, [note(9)]);
+          expect(next[0]!.position).toBe(4);
+        }));
+
+      it('refuses an import whose entry does not match its digest, writing nothing', () =>
+        withStore(async (store) => {
+          await store.append(stream, [note(1), note(2)]);
+          const exported = (await collect(store.readStream(stream))).map(
+            ({ stream: _s, global_seq: _g, ...portable }) => portable,
+          );
+          const target: StreamKey = { project_id, kind: 'scope', scope_id: 'copy' };
+          const forged = [exported[0]!, { ...exported[1]!, content: { text: 'forged' } }];
+          await expectBatonError(store.importEntries(target, forged), 'invalid_input', { position: 2 });
+          await expectBatonError(store.importEntries(target, [exported[1]!]), 'invalid_input');
+          await expectBatonError(store.getStream(target), 'not_found');
+        }));
+    });
+
+    describe('durability and migrations', () => {
+      it('keeps everything across close and reopen', () =>
+        withStore(async (store, harness) => {
+          const receipt = await store.captureSource(scope, { source_id: 's', content: { a: 1 } });
+          await store.commitRevision(scope, 0, { schema: 'baton.prepared-handoff/v1' });
+          await store.close();
+          const reopened = await harness.open();
+          expect(await reopened.captureSource(scope, { source_id: 's', content: { a: 1 } })).toEqual(receipt);
+          expect(await reopened.revisionHead(scope)).toBe(1);
+          await reopened.close();
+        }));
+
+      it('opens a database made by an earlier migration set and keeps its records', async () => {
+        const harness = await factory();
+        try {
+          const old = await harness.open({ migrationCount: 1 });
+          await old.createProject(project_id);
+          const receipt = await old.captureSource(scope, { source_id: 'old', content: 'from v1' });
+          await old.close();
+          const current = await harness.open();
+          expect((await current.readSource(project_id, receipt.source_ref)).content).toBe('from v1');
+          expect((await current.commitRevision(scope, 0, { a: 1 })).revision).toBe(1);
+          await current.close();
+        } finally {
+          await harness.dispose();
+        }
+      });
+    });
+  });
+}

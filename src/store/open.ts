@@ -1,0 +1,33 @@
+/** Opening a Store from where it lives: a SQLite file path (the default) or a postgres:// URL. */
+import { join } from 'node:path';
+import type { Clock } from '../core/clock.ts';
+import { BatonError } from '../core/errors.ts';
+import type { Store } from './store.ts';
+import { openSqliteStore, type SqliteSynchronous } from './sqlite/sqlite-store.ts';
+
+export type StoreLocation =
+  | { readonly backend: 'sqlite'; readonly path: string; readonly synchronous?: SqliteSynchronous }
+  | { readonly backend: 'postgres'; readonly url: string; readonly schema?: string };
+
+export const defaultSqlitePath = join('.baton', 'baton.db');
+
+/** A postgres:// or postgresql:// URL selects PostgreSQL; anything else is a SQLite file path. */
+export function parseStoreLocation(value: string | undefined): StoreLocation {
+  const text = value?.trim() || defaultSqlitePath;
+  if (/^postgres(ql)?:\/\//i.test(text)) return { backend: 'postgres', url: text };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+    throw new BatonError(
+      'invalid_input',
+      `unsupported database URL ${text.split('://')[0]}://; use a file path or postgres://`,
+    );
+  }
+  return { backend: 'sqlite', path: text };
+}
+
+export async function openStore(location: StoreLocation, options: { clock?: Clock } = {}): Promise<Store> {
+  if (location.backend === 'sqlite') {
+    return openSqliteStore({ path: location.path, synchronous: location.synchronous, clock: options.clock });
+  }
+  const { openPostgresStore } = await import('./postgres/postgres-store.ts');
+  return openPostgresStore({ url: location.url, schema: location.schema, clock: options.clock });
+}

@@ -1,0 +1,528 @@
+/**
+ * The embedded Store: one SQLite file through node:sqlite in WAL mode. Every write runs in a
+ * BEGIN IMMEDIATE transaction, so the head it reads is the head it writes after, across
+ * processes sharing the file; unique indexes back every rule the code checks.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { canonicalJson, sha256Digest, type Digest } from '../../core/canonical.ts';
+import { systemClock, type Clock } from '../../core/clock.ts';
+import { BatonError } from '../../core/errors.ts';
+import type { JsonObject } from '../../core/json.ts';
+import { ledgerLimits, sealBatch, type Entry, type EntryInput } from '../../core/ledger/entry.ts';
+import {
+  describeStream,
+  scopeStream,
+  streamKey,
+  streamName,
+  type ScopeKey,
+  type StreamKey,
+  type StreamKind,
+} from '../../core/ledger/names.ts';
+import { checkExpectedHead, revisionConflict, type Revision } from '../../core/ledger/revision.ts';
+import {
+  planAppend,
+  sourceReceipt,
+  type AppendResult,
+  type SourceReceipt,
+  type SourceRef,
+  type StoredSource,
+} from '../../core/ledger/source.ts';
+import { checkMigrations, type Migration } from '../migrations.ts';
+import {
+  availability,
+  checkDigest,
+  checkImport,
+  checkPreparedBody,
+  checkProjectId,
+  checkRange,
+  checkReason,
+  checkRevisionNumber,
+  checkScope,
+  checkSourceId,
+  checkSourceRef,
+  checkStream,
+  entryColumns,
+  pagedRead,
+  rowToEntry,
+  unavailableError,
+  type EntryRow,
+} from '../shared.ts';
+import type {
+  PortableEntry,
+  PositionRange,
+  Project,
+  SourceAvailability,
+  SourceInput,
+  Store,
+  StreamInfo,
+} from '../store.ts';
+import { sqliteMigrations } from './sqlite-migrations.ts';
+
+export type SqliteSynchronous = 'full' | 'normal';
+
+export interface SqliteStoreOptions {
+  /** The database file; its folder is created when missing. */
+  readonly path: string;
+  /** FULL (the default) survives power loss; NORMAL survives a process crash. See docs/sqlite-durability.md. */
+  readonly synchronous?: SqliteSynchronous;
+  readonly clock?: Clock;
+  /** For tests of upgrades only: the migration set to apply. */
+  readonly migrations?: readonly Migration[];
+  /** Milliseconds to wait for another process's write lock. */
+  readonly busyTimeoutMs?: number;
+}
+
+interface StreamRow {
+  readonly stream_id: number;
+  readonly project_id: string;
+  readonly kind: StreamKind;
+  readonly name: string;
+  readonly head: number;
+  readonly created_at: string;
+}
+
+interface RevisionRow {
+  readonly revision: number;
+  readonly prepared_digest: string;
+  readonly committed_at: string;
+}
+
+export function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
+  return Promise.resolve(new SqliteStore(options));
+}
+
+/** Apply the pragmas Baton runs SQLite with; the benchmark's raw baseline uses the same ones. */
+export function applyPragmas(db: DatabaseSync, synchronous: SqliteSynchronous, busyTimeoutMs = 30_000): void {
+  db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec(`PRAGMA synchronous = ${synchronous.toUpperCase()}`);
+  db.exec('PRAGMA foreign_keys = ON');
+}
+
+export class SqliteStore implements Store {
+  readonly backend = 'sqlite';
+  readonly #db: DatabaseSync;
+  readonly #clock: Clock;
+  readonly #statements = new Map<string, StatementSync>();
+
+  constructor(options: SqliteStoreOptions) {
+    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    this.#db = new DatabaseSync(options.path);
+    this.#clock = options.clock ?? systemClock;
+    try {
+      applyPragmas(this.#db, options.synchronous ?? 'full', options.busyTimeoutMs);
+      this.#migrate(options.migrations ?? sqliteMigrations);
+    } catch (error) {
+      this.#db.close();
+      throw error;
+    }
+  }
+
+  #migrate(migrations: readonly Migration[]): void {
+    checkMigrations(migrations);
+    this.#write(() => {
+      this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
+      const row = this.#db.prepare('SELECT max(version) AS version FROM schema_migrations').get() as {
+        version: number | null;
+      };
+      const current = row.version ?? 0;
+      if (current > migrations.length) {
+        throw new BatonError(
+          'precondition_failed',
+          `the database is at schema version ${current}, newer than this Baton knows (${migrations.length}); upgrade Baton`,
+          { schema_version: current, known: migrations.length },
+        );
+      }
+      for (const migration of migrations.slice(current)) {
+        this.#db.exec(migration.sql);
+        this.#db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(migration.version, migration.name, this.#now());
+      }
+    });
+  }
+
+  #now(): string {
+    return this.#clock.now().toISOString();
+  }
+
+  #sql(text: string): StatementSync {
+    let statement = this.#statements.get(text);
+    if (!statement) {
+      statement = this.#db.prepare(text);
+      this.#statements.set(text, statement);
+    }
+    return statement;
+  }
+
+  /** Run fn inside one write transaction holding the database's write lock. */
+  #write<T>(fn: () => T): T {
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      const result = fn();
+      this.#db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  #project(project_id: string): Project {
+    const row = this.#sql('SELECT project_id, created_at FROM projects WHERE project_id = ?').get(
+      project_id,
+    ) as Project | undefined;
+    if (!row) throw new BatonError('not_found', `project ${project_id} does not exist`, { project_id });
+    return { project_id: row.project_id, created_at: row.created_at };
+  }
+
+  #findStream(stream: StreamKey): StreamRow | undefined {
+    return this.#sql('SELECT * FROM streams WHERE project_id = ? AND kind = ? AND name = ?').get(
+      stream.project_id,
+      stream.kind,
+      streamName(stream),
+    ) as StreamRow | undefined;
+  }
+
+  #stream(stream: StreamKey): StreamRow {
+    this.#project(stream.project_id);
+    const row = this.#findStream(stream);
+    if (!row)
+      throw new BatonError('not_found', `stream ${describeStream(stream)} does not exist`, { ...stream });
+    return row;
+  }
+
+  #ensureStream(stream: StreamKey): StreamRow {
+    this.#project(stream.project_id);
+    this.#sql(
+      `INSERT INTO streams (project_id, kind, name, created_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (project_id, kind, name) DO NOTHING`,
+    ).run(stream.project_id, stream.kind, streamName(stream), this.#now());
+    return this.#findStream(stream)!;
+  }
+
+  #info(row: StreamRow): StreamInfo {
+    return {
+      stream: streamKey(row.project_id, row.kind, row.name),
+      head: row.head,
+      created_at: row.created_at,
+    };
+  }
+
+  async createProject(project_id: string): Promise<Project> {
+    const id = checkProjectId(project_id);
+    return this.#write(() => {
+      this.#sql('INSERT INTO projects (project_id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(
+        id,
+        this.#now(),
+      );
+      return this.#project(id);
+    });
+  }
+
+  async getProject(project_id: string): Promise<Project> {
+    return this.#project(checkProjectId(project_id));
+  }
+
+  async listProjects(): Promise<Project[]> {
+    return this.#sql(
+      'SELECT project_id, created_at FROM projects ORDER BY project_id',
+    ).all() as unknown as Project[];
+  }
+
+  async listStreams(project_id: string): Promise<StreamInfo[]> {
+    const id = checkProjectId(project_id);
+    this.#project(id);
+    const rows = this.#sql('SELECT * FROM streams WHERE project_id = ? ORDER BY kind, name').all(
+      id,
+    ) as unknown as StreamRow[];
+    return rows.map((row) => this.#info(row));
+  }
+
+  async getStream(stream: StreamKey): Promise<StreamInfo> {
+    return this.#info(this.#stream(checkStream(stream)));
+  }
+
+  async append(stream: StreamKey, entries: readonly EntryInput[]): Promise<AppendResult[]> {
+    const key = checkStream(stream);
+    const sealed = sealBatch(entries);
+    return this.#write(() => {
+      const row = this.#ensureStream(key);
+      const stored = new Map<string, StoredSource>();
+      for (const entry of sealed) {
+        if (entry.source_id === null || stored.has(entry.source_id)) continue;
+        const found = this.#sql(
+          'SELECT position, digest, retracted_at FROM entries WHERE stream_id = ? AND source_id = ?',
+        ).get(row.stream_id, entry.source_id) as
+          { position: number; digest: Digest; retracted_at: string | null } | undefined;
+        if (found) {
+          stored.set(entry.source_id, {
+            source_id: entry.source_id,
+            digest: found.digest,
+            position: found.position,
+            retracted: found.retracted_at !== null,
+          });
+        }
+      }
+      const plan = planAppend(row.head, sealed, stored, describeStream(key));
+      if (plan.writes.length > 0) {
+        const insert = this.#sql(
+          `INSERT INTO entries (stream_id, position, type, source_id, digest, body, recorded_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        );
+        const now = this.#now();
+        plan.writes.forEach((entry, index) => {
+          insert.run(
+            row.stream_id,
+            row.head + index + 1,
+            entry.type,
+            entry.source_id,
+            entry.digest,
+            entry.body,
+            now,
+          );
+        });
+        this.#sql('UPDATE streams SET head = ? WHERE stream_id = ?').run(
+          row.head + plan.writes.length,
+          row.stream_id,
+        );
+      }
+      return [...plan.results];
+    });
+  }
+
+  async captureSource(scope: ScopeKey, source: SourceInput): Promise<SourceReceipt> {
+    const key = checkScope(scope);
+    const source_id = checkSourceId(source?.source_id);
+    const [result] = await this.append(scopeStream(key), [
+      { type: 'source', source_id, content: source.content, metadata: source.metadata ?? {} },
+    ]);
+    return sourceReceipt(key.scope_id, source_id, result!.digest, result!.position);
+  }
+
+  async *readStream(stream: StreamKey, range?: PositionRange): AsyncGenerator<Entry> {
+    const key = checkStream(stream);
+    const row = this.#stream(key);
+    const bounds = checkRange(key, row.head, range);
+    const page = this.#sql(
+      `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND position BETWEEN ? AND ? ORDER BY position LIMIT ?`,
+    );
+    yield* pagedRead(bounds, async (from, to, limit) =>
+      (page.all(row.stream_id, from, to, limit) as unknown as EntryRow[]).map((entry) =>
+        rowToEntry(key, entry),
+      ),
+    );
+  }
+
+  async checkSource(project_id: string, ref: SourceRef): Promise<SourceAvailability> {
+    const id = checkProjectId(project_id);
+    const exact = checkSourceRef(ref);
+    this.#project(id);
+    const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
+    const row = this.#sql(
+      `SELECT ${entryColumns} FROM entries JOIN streams USING (stream_id)
+       WHERE project_id = ? AND kind = 'scope' AND name = ? AND source_id = ?`,
+    ).get(id, exact.scope_id, exact.source_id) as EntryRow | undefined;
+    return availability(key, exact, row);
+  }
+
+  async readSource(project_id: string, ref: SourceRef): Promise<Entry> {
+    const result = await this.checkSource(project_id, ref);
+    if (result.status === 'unavailable') throw unavailableError(project_id, ref, result.reason);
+    return result.entry;
+  }
+
+  async retractSource(scope: ScopeKey, source_id: string, reason: string): Promise<Entry> {
+    const key = checkScope(scope);
+    const id = checkSourceId(source_id);
+    const why = checkReason(reason);
+    const stream = scopeStream(key);
+    return this.#write(() => {
+      const row = this.#stream(stream);
+      const select = this.#sql(`SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND source_id = ?`);
+      const entry = select.get(row.stream_id, id) as EntryRow | undefined;
+      if (!entry) {
+        throw new BatonError('not_found', `source ${id} does not exist in ${describeStream(stream)}`, {
+          ...key,
+          source_id: id,
+        });
+      }
+      if (entry.retracted_at === null) {
+        this.#sql(
+          'UPDATE entries SET body = NULL, retracted_at = ?, retraction_reason = ? WHERE stream_id = ? AND source_id = ?',
+        ).run(this.#now(), why, row.stream_id, id);
+      }
+      return rowToEntry(stream, select.get(row.stream_id, id) as unknown as EntryRow);
+    });
+  }
+
+  #insertPrepared(project_id: string, body: JsonObject): Digest {
+    const text = canonicalJson(checkPreparedBody(body));
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > ledgerLimits.entryBytes) {
+      throw new BatonError(
+        'payload_too_large',
+        `prepared handoff is ${bytes} bytes; the limit is ${ledgerLimits.entryBytes}`,
+        {
+          bytes,
+          limit: ledgerLimits.entryBytes,
+        },
+      );
+    }
+    const digest = sha256Digest(text);
+    this.#sql(
+      'INSERT INTO prepared_handoffs (project_id, digest, body, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ).run(project_id, digest, text, this.#now());
+    return digest;
+  }
+
+  async putPrepared(project_id: string, body: JsonObject): Promise<Digest> {
+    const id = checkProjectId(project_id);
+    return this.#write(() => {
+      this.#project(id);
+      return this.#insertPrepared(id, body);
+    });
+  }
+
+  async getPrepared(project_id: string, digest: Digest): Promise<JsonObject> {
+    const id = checkProjectId(project_id);
+    const exact = checkDigest(digest);
+    this.#project(id);
+    const row = this.#sql('SELECT body FROM prepared_handoffs WHERE project_id = ? AND digest = ?').get(
+      id,
+      exact,
+    ) as { body: string } | undefined;
+    if (!row)
+      throw new BatonError('not_found', `no prepared handoff ${exact} in ${id}`, {
+        project_id: id,
+        digest: exact,
+      });
+    return JSON.parse(row.body) as JsonObject;
+  }
+
+  async commitRevision(scope: ScopeKey, expected_head: number, body: JsonObject): Promise<Revision> {
+    const key = checkScope(scope);
+    const expected = checkExpectedHead(expected_head);
+    return this.#write(() => {
+      const row = this.#ensureStream(scopeStream(key));
+      const head = this.#revisionHead(row.stream_id);
+      if (head !== expected) throw revisionConflict(key.scope_id, expected, head);
+      const prepared_digest = this.#insertPrepared(key.project_id, body);
+      const committed_at = this.#now();
+      this.#sql(
+        'INSERT INTO handoff_revisions (stream_id, revision, prepared_digest, committed_at) VALUES (?, ?, ?, ?)',
+      ).run(row.stream_id, expected + 1, prepared_digest, committed_at);
+      return { scope_id: key.scope_id, revision: expected + 1, prepared_digest, committed_at };
+    });
+  }
+
+  #revisionHead(stream_id: number): number {
+    const row = this.#sql('SELECT max(revision) AS head FROM handoff_revisions WHERE stream_id = ?').get(
+      stream_id,
+    ) as {
+      head: number | null;
+    };
+    return row.head ?? 0;
+  }
+
+  async revisionHead(scope: ScopeKey): Promise<number> {
+    const key = checkScope(scope);
+    this.#project(key.project_id);
+    const row = this.#findStream(scopeStream(key));
+    return row ? this.#revisionHead(row.stream_id) : 0;
+  }
+
+  #revision(scope_id: string, row: RevisionRow): Revision {
+    return {
+      scope_id,
+      revision: row.revision,
+      prepared_digest: row.prepared_digest as Digest,
+      committed_at: row.committed_at,
+    };
+  }
+
+  async getRevision(scope: ScopeKey, revision: number): Promise<Revision> {
+    const key = checkScope(scope);
+    const number = checkRevisionNumber(revision);
+    this.#project(key.project_id);
+    const stream = this.#findStream(scopeStream(key));
+    const row = stream
+      ? (this.#sql('SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision = ?').get(
+          stream.stream_id,
+          number,
+        ) as RevisionRow | undefined)
+      : undefined;
+    if (!row) {
+      throw new BatonError('not_found', `${key.scope_id} has no handoff revision ${number}`, {
+        ...key,
+        revision: number,
+      });
+    }
+    return this.#revision(key.scope_id, row);
+  }
+
+  async listRevisions(
+    scope: ScopeKey,
+    options: { limit?: number; through?: number } = {},
+  ): Promise<Revision[]> {
+    const key = checkScope(scope);
+    const limit = options.limit ?? 20;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) {
+      throw new BatonError('invalid_input', 'limit is a whole number from 1 to 1000', { limit });
+    }
+    const through =
+      options.through === undefined ? Number.MAX_SAFE_INTEGER : checkRevisionNumber(options.through);
+    this.#project(key.project_id);
+    const stream = this.#findStream(scopeStream(key));
+    if (!stream) return [];
+    const rows = this.#sql(
+      'SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
+    ).all(stream.stream_id, through, limit) as unknown as RevisionRow[];
+    return rows.map((row) => this.#revision(key.scope_id, row));
+  }
+
+  async importEntries(stream: StreamKey, entries: readonly PortableEntry[]): Promise<StreamInfo> {
+    const key = checkStream(stream);
+    const checked = checkImport(entries);
+    return this.#write(() => {
+      this.#project(key.project_id);
+      if (this.#findStream(key)) {
+        throw new BatonError(
+          'conflict',
+          `stream ${describeStream(key)} exists already; import into a new one`,
+          {
+            ...key,
+          },
+        );
+      }
+      const row = this.#ensureStream(key);
+      const insert = this.#sql(
+        `INSERT INTO entries (stream_id, position, type, source_id, digest, body, recorded_at, retracted_at, retraction_reason)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const { body, entry } of checked) {
+        insert.run(
+          row.stream_id,
+          entry.position,
+          entry.type,
+          entry.source_id,
+          entry.digest,
+          body,
+          entry.recorded_at,
+          entry.retracted?.at ?? null,
+          entry.retracted?.reason ?? null,
+        );
+      }
+      this.#sql('UPDATE streams SET head = ? WHERE stream_id = ?').run(checked.length, row.stream_id);
+      return this.#info(this.#findStream(key)!);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.isOpen) this.#db.close();
+    return;
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The Store is the only durable authority of Baton: projects, append-only streams of entries,
+ * sources with exact references, retraction, content-addressed Prepared Handoffs and
+ * compare-and-swap Handoff Revisions. Every backend implements this interface and passes
+ * the one conformance suite; every projection is a function of what it returns.
+ */
+import type { Digest } from '../core/canonical.ts';
+import type { JsonObject } from '../core/json.ts';
+import type { Entry, EntryInput } from '../core/ledger/entry.ts';
+import type { ScopeKey, StreamKey } from '../core/ledger/names.ts';
+import type { Revision } from '../core/ledger/revision.ts';
+import type { AppendResult, SourceReceipt, SourceRef, UnavailableReason } from '../core/ledger/source.ts';
+
+export interface Project {
+  readonly project_id: string;
+  readonly created_at: string;
+}
+
+export interface StreamInfo {
+  readonly stream: StreamKey;
+  /** Position of the last entry; 0 for none. */
+  readonly head: number;
+  readonly created_at: string;
+}
+
+export interface SourceInput {
+  readonly source_id: string;
+  readonly content: EntryInput['content'];
+  readonly metadata?: EntryInput['metadata'];
+}
+
+export interface PositionRange {
+  /** First position to read, inclusive; default 1. */
+  readonly from?: number;
+  /** Last position to read, inclusive; default the head. */
+  readonly to?: number;
+}
+
+export type SourceAvailability =
+  | { readonly status: 'available'; readonly entry: Entry }
+  | { readonly status: 'unavailable'; readonly reason: UnavailableReason };
+
+/** An entry as an export carries it: everything but the store-local global sequence. */
+export type PortableEntry = Omit<Entry, 'stream' | 'global_seq'>;
+
+export interface Store {
+  readonly backend: 'sqlite' | 'postgres';
+
+  /** Create a project, or return it when it exists already. */
+  createProject(project_id: string): Promise<Project>;
+  /** not_found when the project does not exist. */
+  getProject(project_id: string): Promise<Project>;
+  listProjects(): Promise<Project[]>;
+  listStreams(project_id: string): Promise<StreamInfo[]>;
+  /** not_found when the stream does not exist. */
+  getStream(stream: StreamKey): Promise<StreamInfo>;
+
+  /**
+   * Append entries atomically at the next positions of the stream, creating the stream on
+   * its first append. Entries with a source_id already stored are not written again.
+   */
+  append(stream: StreamKey, entries: readonly EntryInput[]): Promise<AppendResult[]>;
+  /** Capture one source on a scope stream; idempotent by source_id and digest. */
+  captureSource(scope: ScopeKey, source: SourceInput): Promise<SourceReceipt>;
+  /** Entries by position, in order, read page by page. */
+  readStream(stream: StreamKey, range?: PositionRange): AsyncIterable<Entry>;
+  /** One source by exact ref: not_found with data.reason missing, digest_mismatch or retracted. */
+  readSource(project_id: string, ref: SourceRef): Promise<Entry>;
+  /** Whether an exact ref is readable, and why not. */
+  checkSource(project_id: string, ref: SourceRef): Promise<SourceAvailability>;
+  /** Purge a source's content; the tombstone keeps source_id, digest and position. */
+  retractSource(scope: ScopeKey, source_id: string, reason: string): Promise<Entry>;
+
+  /** Store a Prepared Handoff body under its digest (idempotent). */
+  putPrepared(project_id: string, body: JsonObject): Promise<Digest>;
+  /** not_found when no body has that digest in the project. */
+  getPrepared(project_id: string, digest: Digest): Promise<JsonObject>;
+  /**
+   * Publish the next Handoff Revision of a scope if its head is still expected_head (0 when
+   * none); otherwise revision_conflict carrying the actual head.
+   */
+  commitRevision(scope: ScopeKey, expected_head: number, body: JsonObject): Promise<Revision>;
+  /** The latest revision number of a scope; 0 when none. */
+  revisionHead(scope: ScopeKey): Promise<number>;
+  /** not_found when that revision does not exist. */
+  getRevision(scope: ScopeKey, revision: number): Promise<Revision>;
+  /** Revisions newest first, at most limit (default 20). */
+  listRevisions(scope: ScopeKey, options?: { limit?: number; through?: number }): Promise<Revision[]>;
+
+  /**
+   * Write exported entries into a stream that does not exist yet, keeping positions, digests,
+   * times and tombstones; conflict when the stream exists. Atomic.
+   */
+  importEntries(stream: StreamKey, entries: readonly PortableEntry[]): Promise<StreamInfo>;
+
+  close(): Promise<void>;
+}

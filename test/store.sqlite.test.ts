@@ -1,0 +1,27 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describeStore } from '../src/store/conformance/store.conformance.ts';
+import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../src/store/store.ts';
+
+describeStore('sqlite', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-store-'));
+  const path = join(dir, 'baton.db');
+  const opened: Store[] = [];
+  return Promise.resolve({
+    async open(options = {}) {
+      const store = await openSqliteStore({
+        path,
+        migrations: sqliteMigrations.slice(0, options.migrationCount ?? sqliteMigrations.length),
+      });
+      opened.push(store);
+      return store;
+    },
+    async dispose() {
+      for (const store of opened) await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  });
+});
