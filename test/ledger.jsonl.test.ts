@@ -30,6 +30,7 @@ async function seeded() {
     { type: 'source', source_id: 'leak', content: 'sk-live-123', metadata: {} },
     { type: 'future-kind', content: { written: 'by a newer Baton' } },
     { type: 'source', source_id: 'note', content: [1, 2.5, null, true] },
+    { type: 'source', source_id: 'odd', content: JSON.parse('{"__proto__":"kept","x":1}') as { x: number } },
   ]);
   await harness.store.retractSource({ project_id: 'acme', scope_id: 'auto-refresh' }, 'leak', 'leaked token');
   return harness;
@@ -41,11 +42,11 @@ describe('JSONL export and import', () => {
     const target = await tempSqliteStore();
     try {
       const text = await exported(source.store);
-      expect(text.split('\n').length).toBe(6);
+      expect(text.split('\n').length).toBe(7);
       expect(text).not.toContain('sk-live-123');
       await target.store.createProject('acme');
       const report = await importStream({ store: target.store }, text.split('\n'));
-      expect(report).toEqual({ stream, entries: 4, warnings: [], unknown_types: { 'future-kind': 1 } });
+      expect(report).toEqual({ stream, entries: 5, warnings: [], unknown_types: { 'future-kind': 1 } });
       expect(await exported(target.store)).toBe(text);
     } finally {
       await source.dispose();
@@ -60,10 +61,10 @@ describe('JSONL export and import', () => {
       const torn = [...lines.slice(0, -1), lines.at(-1)!.slice(0, 40)];
       const into: StreamKey = { ...stream, scope_id: 'restored' };
       const report = await importStream({ store: source.store }, torn, into);
-      expect(report.entries).toBe(3);
-      expect(report.warnings.map((w) => w.line)).toEqual([5]);
+      expect(report.entries).toBe(4);
+      expect(report.warnings.map((w) => w.line)).toEqual([6]);
       expect(report.warnings[0]!.message).toContain('torn last line skipped');
-      expect((await source.store.getStream(into)).head).toBe(3);
+      expect((await source.store.getStream(into)).head).toBe(4);
     } finally {
       await source.dispose();
     }

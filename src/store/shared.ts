@@ -67,8 +67,10 @@ export function checkDigest(digest: unknown): Digest {
   return digest;
 }
 
+/** Validate a Prepared Handoff body; returns the caller's own object (zod's copy drops "__proto__"). */
 export function checkPreparedBody(body: unknown): JsonObject {
-  return parseRecord(jsonObjectSchema, body, 'prepared handoff body');
+  parseRecord(jsonObjectSchema, body, 'prepared handoff body');
+  return body as JsonObject;
 }
 
 export function checkRevisionNumber(revision: unknown): number {

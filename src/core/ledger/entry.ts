@@ -64,7 +64,9 @@ export function entryBody(content: JsonValue, metadata: JsonObject): string {
 /** Validate and seal one entry; throws invalid_input or payload_too_large. */
 export function sealEntry(input: unknown): SealedEntry {
   const parsed = parseRecord(entryInputSchema, input, 'entry');
-  const body = entryBody(parsed.content, parsed.metadata);
+  // Digest what the caller sent, not zod's copy: parsing drops a "__proto__" key.
+  const given = input as { content: JsonValue; metadata?: JsonObject };
+  const body = entryBody(given.content, given.metadata ?? {});
   const bytes = Buffer.byteLength(body, 'utf8');
   if (bytes > ledgerLimits.entryBytes) {
     throw new BatonError(

@@ -98,7 +98,10 @@ export async function parseLedgerLines(
       header = parseRecord(exportHeaderSchema, value, `line ${number} (export header)`);
       continue;
     }
-    const entry = parseRecord(entryLineSchema, value, `line ${number}`);
+    const parsed = parseRecord(entryLineSchema, value, `line ${number}`);
+    // Keep the line's own content: zod's copy would drop a "__proto__" key.
+    const given = value as { content?: EntryLine['content']; metadata?: EntryLine['metadata'] };
+    const entry = { ...parsed, content: given.content ?? null, metadata: given.metadata ?? null };
     if (!knownEntryTypes.has(entry.type)) unknown_types[entry.type] = (unknown_types[entry.type] ?? 0) + 1;
     entries.push(entry);
   }

@@ -117,6 +117,19 @@ export function describeStore(name: string, factory: StoreFactory): void {
           expect(entry!.retracted).toBeNull();
         }));
 
+      it('keeps every key of the content, "__proto__" included', () =>
+        withStore(async (store) => {
+          const content = JSON.parse('{"__proto__":{"a":1},"b":2}') as Record<string, unknown>;
+          const metadata = JSON.parse('{"__proto__":"m"}') as Record<string, string>;
+          const [result] = await store.append(stream, [
+            { type: 'source', content: content, metadata },
+          ]);
+          expect(result!.digest).toBe(digestOf({ content, metadata }));
+          const [entry] = await collect(store.readStream(stream));
+          expect(Object.keys(entry!.content as object)).toEqual(['__proto__', 'b']);
+          expect(Object.keys(entry!.metadata!)).toEqual(['__proto__']);
+        }));
+
       it('writes nothing of a batch when one entry is invalid', () =>
         withStore(async (store) => {
           await store.append(stream, [note(1)]);
@@ -403,6 +416,10 @@ export function describeStore(name: string, factory: StoreFactory): void {
           expect(await store.putPrepared(project_id, { a: [1, 2], b: 1 })).toBe(digest);
           expect(digest).toBe(digestOf({ a: [1, 2], b: 1 }));
           expect(await store.getPrepared(project_id, digest)).toEqual({ a: [1, 2], b: 1 });
+          const odd = JSON.parse('{"__proto__":{"x":1}}') as Record<string, never>;
+          const oddDigest = await store.putPrepared(project_id, odd);
+          expect(oddDigest).toBe(digestOf(odd));
+          expect(Object.keys(await store.getPrepared(project_id, oddDigest))).toEqual(['__proto__']);
           await expectBatonError(store.getPrepared(project_id, sha256Digest('nothing')), 'not_found');
           await expectBatonError(store.putPrepared('nobody', { a: 1 }), 'not_found');
         }));

@@ -177,11 +177,13 @@ export class PostgresStore implements Store {
     if (!Number.isSafeInteger(poolSize) || poolSize < 1) {
       throw new BatonError('invalid_input', 'poolSize is a whole number >= 1', { poolSize });
     }
-    const pool = new Pool({
-      connectionString: options.url,
-      max: poolSize,
-      ...(schema === undefined ? {} : { options: `-c search_path=${escapeIdentifier(schema)}` }),
-    });
+    const pool = new Pool({ connectionString: options.url, max: poolSize });
+    if (schema !== undefined) {
+      // Queued ahead of any query on the new connection; it overrides an options= in the URL,
+      // which a startup option would not.
+      const setPath = `SET search_path TO ${escapeIdentifier(schema)}`;
+      pool.on('connect', (client) => void client.query(setPath).catch(() => {}));
+    }
     // An idle client whose server goes away emits here; the pool drops it and the next query reconnects.
     pool.on('error', () => {});
     const store = new PostgresStore(pool, describeServer(options.url), options.clock ?? systemClock);
@@ -195,7 +197,7 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Bring the schema up to the migration set, once per database: the transaction-scoped
+   * Bring the schema up to the migration set, once per schema: the transaction-scoped
    * advisory lock makes processes opening the same schema at once take turns.
    */
   async #migrate(schema: string | undefined, migrations: readonly Migration[]): Promise<void> {
@@ -348,8 +350,9 @@ export class PostgresStore implements Store {
   async #stream(db: Queryable, stream: StreamKey, lock = false): Promise<StreamRow> {
     await this.#project(db, stream.project_id);
     const row = await this.#findStream(db, stream, lock);
-    if (!row)
+    if (!row) {
       throw new BatonError('not_found', `stream ${describeStream(stream)} does not exist`, { ...stream });
+    }
     return row;
   }
 
@@ -595,11 +598,12 @@ export class PostgresStore implements Store {
       'SELECT body FROM prepared_handoffs WHERE project_id = $1 AND digest = $2',
       [id, exact],
     );
-    if (!row)
+    if (!row) {
       throw new BatonError('not_found', `no prepared handoff ${exact} in ${id}`, {
         project_id: id,
         digest: exact,
       });
+    }
     return JSON.parse(row.body) as JsonObject;
   }
 
