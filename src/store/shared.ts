@@ -3,10 +3,10 @@
  * paged reads and checks on imported entries. Backends keep only their SQL and transactions.
  */
 import { z } from 'zod';
-import { isDigest, type Digest } from '../core/canonical.ts';
+import { canonicalJson, isDigest, sha256Digest, type Digest } from '../core/canonical.ts';
 import { BatonError } from '../core/errors.ts';
-import { jsonObjectSchema, type JsonObject } from '../core/json.ts';
-import { bodyMatches, entryBody, openBody, type Entry } from '../core/ledger/entry.ts';
+import { jsonObjectSchema } from '../core/json.ts';
+import { bodyMatches, entryBody, ledgerLimits, openBody, type Entry } from '../core/ledger/entry.ts';
 import {
   describeStream,
   projectIdSchema,
@@ -58,8 +58,25 @@ export function checkSourceId(source_id: unknown): string {
   return parseRecord(sourceIdSchema, source_id, 'source_id');
 }
 
+function hasControlCharacter(text: string): boolean {
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    if ((code < 0x20 && char !== '\n' && char !== '\t') || code === 0x7f) return true;
+  }
+  return false;
+}
+
 export function checkReason(reason: unknown): string {
-  return parseRecord(z.string().trim().min(1).max(1000), reason, 'retraction reason');
+  return parseRecord(
+    z
+      .string()
+      .trim()
+      .min(1)
+      .max(1000)
+      .refine((text) => !hasControlCharacter(text), 'a reason has no control characters'),
+    reason,
+    'retraction reason',
+  );
 }
 
 export function checkDigest(digest: unknown): Digest {
@@ -67,10 +84,29 @@ export function checkDigest(digest: unknown): Digest {
   return digest;
 }
 
-/** Validate a Prepared Handoff body; returns the caller's own object (zod's copy drops "__proto__"). */
-export function checkPreparedBody(body: unknown): JsonObject {
+/** A Prepared Handoff body as stored: its canonical text and the digest that names it. */
+export interface PreparedText {
+  readonly text: string;
+  readonly digest: Digest;
+}
+
+/** Validate, canonicalise and digest a Prepared Handoff body before any transaction opens. */
+export function sealPrepared(body: unknown): PreparedText {
   parseRecord(jsonObjectSchema, body, 'prepared handoff body');
-  return body as JsonObject;
+  // Canonicalise the caller's own object: zod's copy would drop a "__proto__" key.
+  const text = canonicalJson(body);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > ledgerLimits.entryBytes) {
+    throw new BatonError(
+      'payload_too_large',
+      `prepared handoff is ${bytes} bytes; the limit is ${ledgerLimits.entryBytes}`,
+      {
+        bytes,
+        limit: ledgerLimits.entryBytes,
+      },
+    );
+  }
+  return { text, digest: sha256Digest(text) };
 }
 
 export function checkRevisionNumber(revision: unknown): number {

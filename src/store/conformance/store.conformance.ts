@@ -121,9 +121,7 @@ export function describeStore(name: string, factory: StoreFactory): void {
         withStore(async (store) => {
           const content = JSON.parse('{"__proto__":{"a":1},"b":2}') as Record<string, unknown>;
           const metadata = JSON.parse('{"__proto__":"m"}') as Record<string, string>;
-          const [result] = await store.append(stream, [
-            { type: 'source', content: content, metadata },
-          ]);
+          const [result] = await store.append(stream, [{ type: 'source', content: content, metadata }]);
           expect(result!.digest).toBe(digestOf({ content, metadata }));
           const [entry] = await collect(store.readStream(stream));
           expect(Object.keys(entry!.content as object)).toEqual(['__proto__', 'b']);
@@ -353,6 +351,7 @@ export function describeStore(name: string, factory: StoreFactory): void {
             source_id: 'nope',
           });
           await expectBatonError(store.retractSource(scope, 's', '  '), 'invalid_input');
+          await expectBatonError(store.retractSource(scope, 's', 'a\u0000b'), 'invalid_input');
         }));
     });
 
@@ -422,6 +421,9 @@ export function describeStore(name: string, factory: StoreFactory): void {
           expect(Object.keys(await store.getPrepared(project_id, oddDigest))).toEqual(['__proto__']);
           await expectBatonError(store.getPrepared(project_id, sha256Digest('nothing')), 'not_found');
           await expectBatonError(store.putPrepared('nobody', { a: 1 }), 'not_found');
+          // Bad input is refused before anything is looked up, on every backend alike.
+          await expectBatonError(store.putPrepared('nobody', [1] as never), 'invalid_input');
+          await expectBatonError(store.commitRevision(scope, 7, 'text' as never), 'invalid_input');
         }));
     });
 

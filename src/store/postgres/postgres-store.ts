@@ -5,7 +5,7 @@
  * an isolation level above READ COMMITTED; unique indexes back every rule the code checks.
  */
 import { DatabaseError, Pool, escapeIdentifier, type PoolClient, type QueryResultRow } from 'pg';
-import { canonicalJson, sha256Digest, type Digest } from '../../core/canonical.ts';
+import type { Digest } from '../../core/canonical.ts';
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { BatonError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
@@ -33,7 +33,8 @@ import {
   availability,
   checkDigest,
   checkImport,
-  checkPreparedBody,
+  sealPrepared,
+  type PreparedText,
   checkProjectId,
   checkRange,
   checkReason,
@@ -743,26 +744,4 @@ export class PostgresStore implements Store {
     this.#closed ??= this.#pool.end();
     return this.#closed;
   }
-}
-
-interface PreparedText {
-  readonly text: string;
-  readonly digest: Digest;
-}
-
-/** Canonicalise and digest a Prepared Handoff body before any transaction opens. */
-function sealPrepared(body: JsonObject): PreparedText {
-  const text = canonicalJson(checkPreparedBody(body));
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > ledgerLimits.entryBytes) {
-    throw new BatonError(
-      'payload_too_large',
-      `prepared handoff is ${bytes} bytes; the limit is ${ledgerLimits.entryBytes}`,
-      {
-        bytes,
-        limit: ledgerLimits.entryBytes,
-      },
-    );
-  }
-  return { text, digest: sha256Digest(text) };
 }

@@ -6,11 +6,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { canonicalJson, sha256Digest, type Digest } from '../../core/canonical.ts';
+import type { Digest } from '../../core/canonical.ts';
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { BatonError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
-import { ledgerLimits, sealBatch, type Entry, type EntryInput } from '../../core/ledger/entry.ts';
+import { sealBatch, type Entry, type EntryInput } from '../../core/ledger/entry.ts';
 import {
   describeStream,
   scopeStream,
@@ -34,7 +34,8 @@ import {
   availability,
   checkDigest,
   checkImport,
-  checkPreparedBody,
+  sealPrepared,
+  type PreparedText,
   checkProjectId,
   checkRange,
   checkReason,
@@ -359,31 +360,19 @@ export class SqliteStore implements Store {
     });
   }
 
-  #insertPrepared(project_id: string, body: JsonObject): Digest {
-    const text = canonicalJson(checkPreparedBody(body));
-    const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes > ledgerLimits.entryBytes) {
-      throw new BatonError(
-        'payload_too_large',
-        `prepared handoff is ${bytes} bytes; the limit is ${ledgerLimits.entryBytes}`,
-        {
-          bytes,
-          limit: ledgerLimits.entryBytes,
-        },
-      );
-    }
-    const digest = sha256Digest(text);
+  #insertPrepared(project_id: string, prepared: PreparedText): void {
     this.#sql(
       'INSERT INTO prepared_handoffs (project_id, digest, body, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
-    ).run(project_id, digest, text, this.#now());
-    return digest;
+    ).run(project_id, prepared.digest, prepared.text, this.#now());
   }
 
   async putPrepared(project_id: string, body: JsonObject): Promise<Digest> {
     const id = checkProjectId(project_id);
+    const prepared = sealPrepared(body);
     return this.#write(() => {
       this.#project(id);
-      return this.#insertPrepared(id, body);
+      this.#insertPrepared(id, prepared);
+      return prepared.digest;
     });
   }
 
@@ -406,11 +395,13 @@ export class SqliteStore implements Store {
   async commitRevision(scope: ScopeKey, expected_head: number, body: JsonObject): Promise<Revision> {
     const key = checkScope(scope);
     const expected = checkExpectedHead(expected_head);
+    const prepared = sealPrepared(body);
+    const prepared_digest = prepared.digest;
     return this.#write(() => {
       const row = this.#ensureStream(scopeStream(key));
       const head = this.#revisionHead(row.stream_id);
       if (head !== expected) throw revisionConflict(key.scope_id, expected, head);
-      const prepared_digest = this.#insertPrepared(key.project_id, body);
+      this.#insertPrepared(key.project_id, prepared);
       const committed_at = this.#now();
       this.#sql(
         'INSERT INTO handoff_revisions (stream_id, revision, prepared_digest, committed_at) VALUES (?, ?, ?, ?)',
