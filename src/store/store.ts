@@ -77,7 +77,9 @@ export interface Store {
   getPrepared(project_id: string, digest: Digest): Promise<JsonObject>;
   /**
    * Publish the next Handoff Revision of a scope if its head is still expected_head (0 when
-   * none); otherwise revision_conflict carrying the actual head.
+   * none); otherwise revision_conflict carrying the actual head. A body already committed in
+   * the scope returns the revision it produced, whatever the head: a retry after an
+   * unconfirmed commit never makes a duplicate.
    */
   commitRevision(scope: ScopeKey, expected_head: number, body: JsonObject): Promise<Revision>;
   /** The latest revision number of a scope; 0 when none. */

@@ -381,6 +381,22 @@ export function describeStore(name: string, factory: StoreFactory): void {
           await expectBatonError(store.commitRevision(scope, -1, body(3)), 'invalid_input');
         }));
 
+      it('returns the revision already produced when the same body is committed again', () =>
+        withStore(async (store) => {
+          const first = await store.commitRevision(scope, 0, body(1));
+          await store.commitRevision(scope, 1, body(2));
+          expect(await store.commitRevision(scope, 0, body(1))).toEqual(first);
+          expect(await store.commitRevision(scope, 2, body(1))).toEqual(first);
+          expect(await store.revisionHead(scope)).toBe(2);
+          const other = await store.commitRevision({ project_id, scope_id: 'other' }, 0, body(1));
+          expect(other.revision).toBe(1);
+          const replays = await Promise.all(
+            Array.from({ length: 20 }, () => store.commitRevision(scope, 2, body(3))),
+          );
+          expect(new Set(replays.map((r) => r.revision))).toEqual(new Set([3]));
+          expect(await store.revisionHead(scope)).toBe(3);
+        }));
+
       it('lists revisions newest first through a frozen selection', () =>
         withStore(async (store) => {
           for (let n = 0; n < 25; n += 1) await store.commitRevision(scope, n, body(n + 1));

@@ -612,9 +612,12 @@ export class PostgresStore implements Store {
     const key = checkScope(scope);
     const expected = checkExpectedHead(expected_head);
     const prepared = sealPrepared(body);
-    return this.#write(
-      async (client) => {
-        const row = await this.#ensureStream(client, scopeStream(key));
+    try {
+      return await this.#transaction(async (client) => {
+        // Commits to one scope take turns on its stream row, so a replay sees the commit it repeats.
+        const row = await this.#ensureStream(client, scopeStream(key), true);
+        const replayed = await this.#revisionByDigest(client, key, prepared.digest);
+        if (replayed) return replayed;
         const head = await this.#revisionHead(client, key);
         if (head !== expected) throw revisionConflict(key.scope_id, expected, head);
         await this.#insertPrepared(client, key.project_id, prepared);
@@ -629,10 +632,24 @@ export class PostgresStore implements Store {
           prepared_digest: prepared.digest,
           committed_at,
         };
-      },
-      // Another commit on the same head inserted this revision first: report the head it left.
-      async () => revisionConflict(key.scope_id, expected, await this.#revisionHead(this.#pool, key)),
+      });
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw this.#translate(error);
+      // A racing commit took this revision number, or committed this same body first.
+      const replayed = await this.#revisionByDigest(this.#pool, key, prepared.digest);
+      if (replayed) return replayed;
+      throw revisionConflict(key.scope_id, expected, await this.#revisionHead(this.#pool, key));
+    }
+  }
+
+  async #revisionByDigest(db: Queryable, scope: ScopeKey, digest: Digest): Promise<Revision | undefined> {
+    const row = await this.#one<RevisionRow>(
+      db,
+      `SELECT revision, prepared_digest, committed_at FROM handoff_revisions JOIN streams USING (stream_id)
+       WHERE project_id = $1 AND kind = 'scope' AND name = $2 AND prepared_digest = $3`,
+      [scope.project_id, scope.scope_id, digest],
     );
+    return row && this.#revision(scope.scope_id, row);
   }
 
   async #revisionHead(db: Queryable, scope: ScopeKey): Promise<number> {

@@ -55,4 +55,9 @@ export const sqliteMigrations: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 3,
+    name: 'each prepared handoff committed at most once per scope',
+    sql: `CREATE UNIQUE INDEX handoff_revisions_prepared ON handoff_revisions (stream_id, prepared_digest);`,
+  },
 ];

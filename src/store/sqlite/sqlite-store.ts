@@ -399,6 +399,10 @@ export class SqliteStore implements Store {
     const prepared_digest = prepared.digest;
     return this.#write(() => {
       const row = this.#ensureStream(scopeStream(key));
+      const replayed = this.#sql(
+        'SELECT * FROM handoff_revisions WHERE stream_id = ? AND prepared_digest = ?',
+      ).get(row.stream_id, prepared_digest) as RevisionRow | undefined;
+      if (replayed) return this.#revision(key.scope_id, replayed);
       const head = this.#revisionHead(row.stream_id);
       if (head !== expected) throw revisionConflict(key.scope_id, expected, head);
       this.#insertPrepared(key.project_id, prepared);
