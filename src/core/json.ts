@@ -4,5 +4,78 @@ import { z } from 'zod';
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | JsonObject;
 export type JsonObject = { readonly [key: string]: JsonValue };
 
-export const jsonValueSchema: z.ZodType<JsonValue> = z.json();
-export const jsonObjectSchema: z.ZodType<JsonObject> = z.record(z.string(), z.json());
+export interface JsonIssue {
+  readonly path: (string | number)[];
+  readonly message: string;
+}
+
+function isPlainObject(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
+}
+
+/**
+ * The first place where a value is not JSON that canonical JSON can carry (undefined, NaN,
+ * Infinity, a lone surrogate, a function, a class instance, a cycle), or undefined when it
+ * is. One iterative walk: the hot path of every append.
+ */
+export function jsonIssue(root: unknown): JsonIssue | undefined {
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
+  const open = new Set<object>();
+  const exits: { node: object; depth: number }[] = [];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    while (exits.length > 0 && exits[exits.length - 1]!.depth >= path.length) open.delete(exits.pop()!.node);
+    switch (typeof value) {
+      case 'string':
+        if (!value.isWellFormed()) return { path, message: 'a string has a lone surrogate' };
+        continue;
+      case 'number':
+        if (!Number.isFinite(value)) return { path, message: `${value} is not a JSON number` };
+        continue;
+      case 'boolean':
+        continue;
+      case 'object': {
+        if (value === null) continue;
+        if (open.has(value)) return { path, message: 'a value contains itself' };
+        if (Array.isArray(value)) {
+          open.add(value);
+          exits.push({ node: value, depth: path.length });
+          for (let index = value.length - 1; index >= 0; index -= 1) {
+            stack.push({ value: value[index] as unknown, path: [...path, index] });
+          }
+          continue;
+        }
+        if (!isPlainObject(value)) return { path, message: 'only plain objects are JSON' };
+        open.add(value);
+        exits.push({ node: value, depth: path.length });
+        const keys = Object.keys(value);
+        for (let index = keys.length - 1; index >= 0; index -= 1) {
+          const key = keys[index]!;
+          stack.push({ value: (value as Record<string, unknown>)[key], path: [...path, key] });
+        }
+        continue;
+      }
+      default:
+        return { path, message: `${typeof value} is not JSON` };
+    }
+  }
+  return undefined;
+}
+
+function refineJson(value: unknown, context: z.RefinementCtx): void {
+  const issue = jsonIssue(value);
+  if (issue) context.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+}
+
+/** Any JSON value. Validates without copying, so the caller's value is what gets digested. */
+export const jsonValueSchema = z.unknown().superRefine(refineJson) as unknown as z.ZodType<JsonValue>;
+
+/** A JSON object (not an array, not null). */
+export const jsonObjectSchema = z.unknown().superRefine((value, context) => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    context.addIssue({ code: 'custom', message: 'expected a JSON object' });
+    return;
+  }
+  refineJson(value, context);
+}) as unknown as z.ZodType<JsonObject>;

@@ -197,6 +197,8 @@ export class SqliteStore implements Store {
   }
 
   #ensureStream(stream: StreamKey): StreamRow {
+    const found = this.#findStream(stream);
+    if (found) return found;
     this.#project(stream.project_id);
     this.#sql(
       `INSERT INTO streams (project_id, kind, name, created_at) VALUES (?, ?, ?, ?)

@@ -1,0 +1,175 @@
+/**
+ * prepare_handoff, commit_handoff and continue_handoff: Prepared Handoffs identified by digest,
+ * immutable Handoff Revisions published by compare-and-swap, and Continue with one evidence
+ * check per citation.
+ */
+import type { Digest } from '../core/canonical.ts';
+import { BatonError } from '../core/errors.ts';
+import type { JsonObject } from '../core/json.ts';
+import {
+  citationsOf,
+  parseHandoffContent,
+  parsePreparedHandoff,
+  preparedBody,
+  type PreparedHandoff,
+} from '../core/handoff/prepared.ts';
+import {
+  checkCitation,
+  resolution,
+  selectionSchema,
+  type ExactSelection,
+  type HandoffResolution,
+} from '../core/handoff/resolution.ts';
+import type { ScopeKey } from '../core/ledger/names.ts';
+import { checkExpectedHead, type Revision } from '../core/ledger/revision.ts';
+import { parseRecord } from '../core/records.ts';
+import type { AppDeps } from './deps.ts';
+
+export interface ScopeInput {
+  readonly project_id: string;
+  readonly scope_id: string;
+}
+
+export interface PreparedResult {
+  readonly digest: Digest;
+  readonly prepared_handoff: PreparedHandoff;
+}
+
+function scopeOf(input: ScopeInput): ScopeKey {
+  return { project_id: input.project_id, scope_id: input.scope_id };
+}
+
+/** Check that every citation is readable now: exact evidence is validated when it is written. */
+async function requireReadable(deps: AppDeps, project_id: string, handoff: PreparedHandoff): Promise<void> {
+  const checks = await Promise.all(
+    citationsOf(handoff).map((located) =>
+      checkCitation(handoff.scope_id, located, (ref) => deps.store.checkSource(project_id, ref)),
+    ),
+  );
+  const unreadable = checks.filter((check) => check.status === 'unavailable');
+  if (unreadable.length > 0) {
+    const first = unreadable[0]!;
+    throw new BatonError(
+      'invalid_input',
+      `handoff is invalid at ${first.location}: the cited source ${first.citation.source_id} is ${first.status === 'unavailable' ? first.reason : ''}`,
+      {
+        issues: unreadable.map((check) => ({
+          path: check.location,
+          message: `citation unavailable: ${check.status === 'unavailable' ? check.reason : ''}`,
+        })),
+      },
+    );
+  }
+}
+
+/**
+ * Finalize a Prepared Handoff on the current committed head and store it by digest. It is
+ * not committed: commit_handoff is the only publisher of a revision.
+ */
+export async function prepareHandoff(
+  deps: AppDeps,
+  input: ScopeInput & Record<string, unknown>,
+): Promise<PreparedResult> {
+  const { project_id, scope_id, ...content } = input;
+  const parsed = parseHandoffContent(content);
+  const scope = scopeOf({ project_id, scope_id });
+  const base_revision = await deps.store.revisionHead(scope);
+  const body = preparedBody(scope.scope_id, base_revision, parsed);
+  await requireReadable(deps, scope.project_id, body);
+  const digest = await deps.store.putPrepared(scope.project_id, body as JsonObject);
+  return { digest, prepared_handoff: body };
+}
+
+export interface CommitHandoffInput extends ScopeInput {
+  /** The Prepared Handoff, by digest or as its body (as transported unchanged). */
+  readonly prepared: Digest | Record<string, unknown>;
+  /** The head the caller saw: the prepared handoff's base_revision. */
+  readonly expected_head: number;
+}
+
+/** The prepared handoff as parsed, and the body exactly as stored or transported. */
+async function loadPrepared(
+  deps: AppDeps,
+  project_id: string,
+  prepared: unknown,
+): Promise<{ handoff: PreparedHandoff; body: JsonObject }> {
+  if (typeof prepared === 'string') {
+    const body = await deps.store.getPrepared(project_id, prepared as Digest);
+    return { handoff: parsePreparedHandoff(body), body };
+  }
+  const handoff = parsePreparedHandoff(prepared);
+  // A transported body meets the same rules as one prepared here.
+  const { objective, disposition, statements, next_action, omissions, blocked } = handoff;
+  const content = parseHandoffContent({
+    objective,
+    disposition,
+    statements,
+    next_action,
+    omissions,
+    ...(blocked ? { blocked } : {}),
+  });
+  preparedBody(handoff.scope_id, handoff.base_revision, content);
+  return { handoff, body: prepared as JsonObject };
+}
+
+/**
+ * Publish a Prepared Handoff as the next immutable revision, if the head is still the one it
+ * was prepared on. A retry after an unconfirmed commit returns the revision it produced.
+ */
+export async function commitHandoff(deps: AppDeps, input: CommitHandoffInput): Promise<Revision> {
+  const scope = scopeOf(input);
+  const expected = checkExpectedHead(input.expected_head);
+  const { handoff, body } = await loadPrepared(deps, scope.project_id, input.prepared);
+  if (handoff.scope_id !== scope.scope_id) {
+    throw new BatonError(
+      'invalid_input',
+      `that prepared handoff is for scope ${handoff.scope_id}, not ${scope.scope_id}`,
+      {
+        scope_id: scope.scope_id,
+        handoff_scope_id: handoff.scope_id,
+      },
+    );
+  }
+  if (handoff.base_revision !== expected) {
+    throw new BatonError(
+      'precondition_failed',
+      `the handoff was prepared on revision ${handoff.base_revision}, not ${expected}; prepare it again on the head you expect`,
+      { base_revision: handoff.base_revision, expected_head: expected },
+    );
+  }
+  return deps.store.commitRevision(scope, expected, body);
+}
+
+export interface ContinueHandoffInput extends ScopeInput {
+  readonly selection: unknown;
+}
+
+/** Resolve a selection to one exact handoff and check every citation again. */
+export async function continueHandoff(
+  deps: AppDeps,
+  input: ContinueHandoffInput,
+): Promise<HandoffResolution> {
+  const scope = scopeOf(input);
+  const selection = parseRecord(selectionSchema, input.selection, 'selection');
+  const current_head = await deps.store.revisionHead(scope);
+  let exact: ExactSelection;
+  if (selection === 'latest' || 'exact' in selection) {
+    const revision = selection === 'latest' ? current_head : selection.exact;
+    if (revision === 0) {
+      throw new BatonError('not_found', `${scope.scope_id} has no committed handoff to continue yet`, {
+        ...scope,
+      });
+    }
+    const committed = await deps.store.getRevision(scope, revision);
+    exact = { kind: 'exact', revision, digest: committed.prepared_digest };
+  } else {
+    exact = { kind: 'prepared', digest: selection.prepared };
+  }
+  const handoff = parsePreparedHandoff(await deps.store.getPrepared(scope.project_id, exact.digest));
+  const checks = await Promise.all(
+    citationsOf(handoff).map((located) =>
+      checkCitation(scope.scope_id, located, (ref) => deps.store.checkSource(scope.project_id, ref)),
+    ),
+  );
+  return resolution(scope.scope_id, exact, current_head, handoff, checks);
+}

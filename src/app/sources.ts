@@ -1,0 +1,47 @@
+/** capture_source and retract_source: the Source journal of a Workstream. */
+import { z } from 'zod';
+import type { JsonObject, JsonValue } from '../core/json.ts';
+import type { Entry } from '../core/ledger/entry.ts';
+import type { SourceReceipt } from '../core/ledger/source.ts';
+import { parseRecord } from '../core/records.ts';
+import type { AppDeps } from './deps.ts';
+
+export interface CaptureSourceInput {
+  readonly project_id: string;
+  readonly scope_id: string;
+  readonly source_id: string;
+  /** Stored as metadata.kind, as typed ContentSources carry it. */
+  readonly kind?: string;
+  readonly content: JsonValue;
+  readonly metadata?: JsonObject;
+}
+
+const kindSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a kind is 1-64 of a-z 0-9 - starting with a letter');
+
+/** Capture a source; the same content again returns the identical receipt, other content conflicts. */
+export async function captureSource(deps: AppDeps, input: CaptureSourceInput): Promise<SourceReceipt> {
+  const kind = input.kind === undefined ? undefined : parseRecord(kindSchema, input.kind, 'kind');
+  const metadata: JsonObject = kind === undefined ? (input.metadata ?? {}) : { ...input.metadata, kind };
+  return deps.store.captureSource(
+    { project_id: input.project_id, scope_id: input.scope_id },
+    { source_id: input.source_id, content: input.content, metadata },
+  );
+}
+
+export interface RetractSourceInput {
+  readonly project_id: string;
+  readonly scope_id: string;
+  readonly source_id: string;
+  readonly reason: string;
+}
+
+/** Purge content that must not be kept; the tombstone keeps its place and identity. */
+export async function retractSource(deps: AppDeps, input: RetractSourceInput): Promise<Entry> {
+  return deps.store.retractSource(
+    { project_id: input.project_id, scope_id: input.scope_id },
+    input.source_id,
+    input.reason,
+  );
+}

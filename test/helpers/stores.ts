@@ -1,0 +1,66 @@
+/**
+ * The backends a test runs on: SQLite always, PostgreSQL when BATON_TEST_POSTGRES_URL is set
+ * (each opened store gets a fresh schema, dropped on dispose).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { dropSchema, freshSchemaName, postgresUrl } from './postgres.ts';
+
+export interface OpenedStore {
+  readonly store: Store;
+  dispose(): Promise<void>;
+}
+
+export interface Backend {
+  readonly name: 'sqlite' | 'postgres';
+  open(): Promise<OpenedStore>;
+}
+
+const sqlite: Backend = {
+  name: 'sqlite',
+  async open() {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-test-'));
+    const store = await openSqliteStore({ path: join(dir, 'baton.db'), synchronous: 'normal' });
+    return {
+      store,
+      async dispose() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+const postgres: Backend = {
+  name: 'postgres',
+  async open() {
+    const schema = freshSchemaName();
+    const store = await openPostgresStore({ url: postgresUrl!, schema });
+    return {
+      store,
+      async dispose() {
+        await store.close();
+        await dropSchema(schema);
+      },
+    };
+  },
+};
+
+/** The backends to run on here; PostgreSQL is missing (and said so) without its URL. */
+export const backends: readonly Backend[] = postgresUrl ? [sqlite, postgres] : [sqlite];
+
+/** The same store with some methods replaced; the others still run on the real one. */
+export function withOverrides(store: Store, overrides: Partial<Store>): Store {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const override = (overrides as Record<PropertyKey, unknown>)[property];
+      if (override !== undefined) return override;
+      const value = Reflect.get(target, property, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
