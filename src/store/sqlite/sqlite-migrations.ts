@@ -60,4 +60,9 @@ export const sqliteMigrations: readonly Migration[] = [
     name: 'each prepared handoff committed at most once per scope',
     sql: `CREATE UNIQUE INDEX handoff_revisions_prepared ON handoff_revisions (stream_id, prepared_digest);`,
   },
+  {
+    version: 4,
+    name: 'a stream head is the largest position of its entries',
+    sql: `ALTER TABLE streams DROP COLUMN head;`,
+  },
 ];

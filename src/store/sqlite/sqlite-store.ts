@@ -90,6 +90,14 @@ interface RevisionRow {
   readonly committed_at: string;
 }
 
+/**
+ * A stream's head is the largest position of its entries, read through the (stream_id,
+ * position) index inside the write transaction: no second row to update on every append.
+ */
+const streamColumns =
+  'stream_id, project_id, kind, name, created_at, ' +
+  '(SELECT coalesce(max(position), 0) FROM entries WHERE entries.stream_id = streams.stream_id) AS head';
+
 export function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
   return Promise.resolve(new SqliteStore(options));
 }
@@ -181,11 +189,9 @@ export class SqliteStore implements Store {
   }
 
   #findStream(stream: StreamKey): StreamRow | undefined {
-    return this.#sql('SELECT * FROM streams WHERE project_id = ? AND kind = ? AND name = ?').get(
-      stream.project_id,
-      stream.kind,
-      streamName(stream),
-    ) as StreamRow | undefined;
+    return this.#sql(
+      `SELECT ${streamColumns} FROM streams WHERE project_id = ? AND kind = ? AND name = ?`,
+    ).get(stream.project_id, stream.kind, streamName(stream)) as StreamRow | undefined;
   }
 
   #stream(stream: StreamKey): StreamRow {
@@ -239,9 +245,9 @@ export class SqliteStore implements Store {
   async listStreams(project_id: string): Promise<StreamInfo[]> {
     const id = checkProjectId(project_id);
     this.#project(id);
-    const rows = this.#sql('SELECT * FROM streams WHERE project_id = ? ORDER BY kind, name').all(
-      id,
-    ) as unknown as StreamRow[];
+    const rows = this.#sql(
+      `SELECT ${streamColumns} FROM streams WHERE project_id = ? ORDER BY kind, name`,
+    ).all(id) as unknown as StreamRow[];
     return rows.map((row) => this.#info(row));
   }
 
@@ -288,10 +294,6 @@ export class SqliteStore implements Store {
             now,
           );
         });
-        this.#sql('UPDATE streams SET head = ? WHERE stream_id = ?').run(
-          row.head + plan.writes.length,
-          row.stream_id,
-        );
       }
       return [...plan.results];
     });
@@ -513,7 +515,6 @@ export class SqliteStore implements Store {
           entry.retracted?.reason ?? null,
         );
       }
-      this.#sql('UPDATE streams SET head = ? WHERE stream_id = ?').run(checked.length, row.stream_id);
       return this.#info(this.#findStream(key)!);
     });
   }
