@@ -1,0 +1,21 @@
+/** The public surface of the `baton-work` package: the Store, the operations and the records they use. */
+export { BatonError, errorCodes, isBatonError, type ErrorCode } from './core/errors.ts';
+export { canonicalJson, digestOf, sha256Digest, type Digest } from './core/canonical.ts';
+export { systemClock, fixedClock, type Clock } from './core/clock.ts';
+export { uuidv7Generator, type IdGenerator } from './core/ids.ts';
+export type { JsonObject, JsonValue } from './core/json.ts';
+export type { Entry, EntryInput } from './core/ledger/entry.ts';
+export type { ScopeKey, StreamKey } from './core/ledger/names.ts';
+export type { Revision } from './core/ledger/revision.ts';
+export type { AppendResult, SourceReceipt, SourceRef } from './core/ledger/source.ts';
+export type { PreparedHandoff } from './core/handoff/prepared.ts';
+export type { HandoffResolution, Selection } from './core/handoff/resolution.ts';
+export type { HandoffReport, WorkstreamReport } from './core/handoff/report.ts';
+export { reportMarkdown, workstreamMarkdown } from './core/handoff/report.ts';
+export type { Store, Project, StreamInfo, SourceAvailability } from './store/store.ts';
+export { openStore, parseStoreLocation, type StoreLocation } from './store/open.ts';
+export type { AppDeps } from './app/deps.ts';
+export { captureSource, retractSource } from './app/sources.ts';
+export { prepareHandoff, commitHandoff, continueHandoff } from './app/handoffs.ts';
+export { readReport, readWorkstreamReport } from './app/report.ts';
+export { exportStream, importStream } from './app/ledger.ts';
