@@ -1,6 +1,5 @@
 import { describe, it } from 'vitest';
 import { describeStore } from '../src/store/conformance/store.conformance.ts';
-import { postgresMigrations } from '../src/store/postgres/postgres-migrations.ts';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { dropSchema, freshSchemaName, postgresUrl } from './helpers/postgres.ts';
@@ -11,11 +10,10 @@ if (postgresUrl) {
     const schema = freshSchemaName();
     const opened: Store[] = [];
     return Promise.resolve({
-      async open(options = {}) {
+      async open() {
         const store = await openPostgresStore({
           url,
           schema,
-          migrations: postgresMigrations.slice(0, options.migrationCount ?? postgresMigrations.length),
         });
         opened.push(store);
         return store;

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeStore } from '../src/store/conformance/store.conformance.ts';
-import { sqliteMigrations } from '../src/store/sqlite/sqlite-migrations.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 
@@ -11,10 +10,9 @@ describeStore('sqlite', () => {
   const path = join(dir, 'baton.db');
   const opened: Store[] = [];
   return Promise.resolve({
-    async open(options = {}) {
+    async open() {
       const store = await openSqliteStore({
         path,
-        migrations: sqliteMigrations.slice(0, options.migrationCount ?? sqliteMigrations.length),
       });
       opened.push(store);
       return store;

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { canonicalJson, isDigest, sha256Digest, type Digest } from '../core/canonical.ts';
 import { BatonError } from '../core/errors.ts';
 import { jsonObjectSchema } from '../core/json.ts';
-import { bodyMatches, entryBody, ledgerLimits, openBody, type Entry } from '../core/ledger/entry.ts';
+import { bodyMatches, entryBody, kindOf, ledgerLimits, openBody, type Entry } from '../core/ledger/entry.ts';
 import {
   describeStream,
   projectIdSchema,
@@ -116,6 +116,12 @@ export function checkRevisionNumber(revision: unknown): number {
   return revision;
 }
 
+/** Kinds a read is limited to: 1-64 entries of 1-64 characters. */
+export function checkKinds(kinds: unknown): readonly string[] | undefined {
+  if (kinds === undefined) return undefined;
+  return parseRecord(z.array(z.string().min(1).max(64)).min(1).max(64), kinds, 'kinds');
+}
+
 /**
  * Resolve a position range against the head. An empty range (from = to + 1) is allowed, so a
  * reader can ask for what follows the head; a position past it is not_found.
@@ -204,7 +210,7 @@ export async function* pagedRead(
 /** Check exported entries before an import writes any of them: positions 1..n, sound digests. */
 export function checkImport(
   entries: readonly PortableEntry[],
-): { body: string | null; entry: PortableEntry }[] {
+): { body: string | null; kind: string | null; entry: PortableEntry }[] {
   const sourceIds = new Set<string>();
   return entries.map((entry, index) => {
     if (entry.position !== index + 1) {
@@ -225,7 +231,7 @@ export function checkImport(
       }
       sourceIds.add(entry.source_id);
     }
-    if (entry.retracted !== null) return { body: null, entry };
+    if (entry.retracted !== null) return { body: null, kind: null, entry };
     if (entry.content === null || entry.metadata === null) {
       throw new BatonError('invalid_input', `imported entry at position ${entry.position} has no content`, {
         position: entry.position,
@@ -242,6 +248,6 @@ export function checkImport(
         },
       );
     }
-    return { body, entry };
+    return { body, kind: kindOf(entry.metadata), entry };
   });
 }

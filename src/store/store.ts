@@ -34,6 +34,8 @@ export interface PositionRange {
   readonly from?: number;
   /** Last position to read, inclusive; default the head. */
   readonly to?: number;
+  /** Only entries whose metadata.kind is one of these (read through an index). */
+  readonly kinds?: readonly string[];
 }
 
 export type SourceAvailability =

@@ -34,6 +34,8 @@ export type EntryInput = Readonly<z.input<typeof entryInputSchema>>;
 export interface SealedEntry {
   readonly type: string;
   readonly source_id: string | null;
+  /** metadata.kind when it is a short string: indexed, so a projection reads only its kinds. */
+  readonly kind: string | null;
   readonly body: string;
   readonly digest: Digest;
 }
@@ -78,7 +80,13 @@ export function sealEntry(input: unknown): SealedEntry {
       },
     );
   }
-  return { type: parsed.type, source_id: parsed.source_id ?? null, body, digest: sha256Digest(body) };
+  return {
+    type: parsed.type,
+    source_id: parsed.source_id ?? null,
+    kind: kindOf(given.metadata ?? {}),
+    body,
+    digest: sha256Digest(body),
+  };
 }
 
 /** Validate and seal a whole batch; nothing of it may be written if any entry fails. */
@@ -115,6 +123,12 @@ export function sealBatch(inputs: readonly unknown[]): SealedEntry[] {
     );
   }
   return sealed;
+}
+
+/** The indexed kind of an entry: its metadata.kind when that is a string of 1-64 characters. */
+export function kindOf(metadata: JsonObject): string | null {
+  const kind = metadata.kind;
+  return typeof kind === 'string' && kind.length > 0 && kind.length <= 64 ? kind : null;
 }
 
 /** Parse a stored body back into content and metadata. */

@@ -64,4 +64,15 @@ export const postgresMigrations: readonly Migration[] = [
     name: 'each prepared handoff committed at most once per scope',
     sql: `CREATE UNIQUE INDEX handoff_revisions_prepared ON handoff_revisions (stream_id, prepared_digest);`,
   },
+  {
+    version: 4,
+    name: 'entries indexed by metadata.kind',
+    sql: `
+      ALTER TABLE entries ADD COLUMN kind text COLLATE "C";
+      UPDATE entries SET kind = body::jsonb -> 'metadata' ->> 'kind'
+        WHERE body IS NOT NULL AND jsonb_typeof(body::jsonb -> 'metadata' -> 'kind') = 'string'
+          AND length(body::jsonb -> 'metadata' ->> 'kind') BETWEEN 1 AND 64;
+      CREATE INDEX entries_kind ON entries (stream_id, kind, position) WHERE kind IS NOT NULL;
+    `,
+  },
 ];

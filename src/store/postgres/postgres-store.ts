@@ -33,6 +33,7 @@ import {
   availability,
   checkDigest,
   checkImport,
+  checkKinds,
   sealPrepared,
   type PreparedText,
   checkProjectId,
@@ -101,6 +102,7 @@ interface EntryWrite {
   readonly recorded_at: string;
   readonly retracted_at: string | null;
   readonly retraction_reason: string | null;
+  readonly kind: string | null;
 }
 
 const schemaNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -384,9 +386,9 @@ export class PostgresStore implements Store {
       await this.#query(
         client,
         `INSERT INTO entries
-           (stream_id, position, type, source_id, digest, body, recorded_at, retracted_at, retraction_reason)
+           (stream_id, position, type, source_id, digest, body, recorded_at, retracted_at, retraction_reason, kind)
          SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-           $8::text[], $9::text[])`,
+           $8::text[], $9::text[], $10::text[])`,
         [
           stream_id,
           batch.map((row) => row.position),
@@ -397,6 +399,7 @@ export class PostgresStore implements Store {
           batch.map((row) => row.recorded_at),
           batch.map((row) => row.retracted_at),
           batch.map((row) => row.retraction_reason),
+          batch.map((row) => row.kind),
         ],
       );
     }
@@ -485,6 +488,7 @@ export class PostgresStore implements Store {
             recorded_at: now,
             retracted_at: null,
             retraction_reason: null,
+            kind: entry.kind,
           })),
         );
         await this.#query(client, 'UPDATE streams SET head = $1 WHERE stream_id = $2', [
@@ -506,18 +510,23 @@ export class PostgresStore implements Store {
   }
 
   readStream(stream: StreamKey, range?: PositionRange): AsyncIterable<Entry> {
-    return this.#readPages(checkStream(stream), range);
+    return this.#readPages(checkStream(stream), range, checkKinds(range?.kinds));
   }
 
-  async *#readPages(key: StreamKey, range: PositionRange | undefined): AsyncGenerator<Entry> {
+  async *#readPages(
+    key: StreamKey,
+    range: PositionRange | undefined,
+    kinds: readonly string[] | undefined,
+  ): AsyncGenerator<Entry> {
     const row = await this.#stream(this.#pool, key);
     const bounds = checkRange(key, row.head, range);
     yield* pagedRead(bounds, async (from, to, limit) => {
       const rows = await this.#query<EntryRow>(
         this.#pool,
-        `SELECT ${entryColumns} FROM entries WHERE stream_id = $1 AND position BETWEEN $2 AND $3
-         ORDER BY position LIMIT $4`,
-        [row.stream_id, from, to, limit],
+        `SELECT ${entryColumns} FROM entries WHERE stream_id = $1 AND position BETWEEN $2 AND $3` +
+          (kinds ? ' AND kind = ANY($5::text[])' : '') +
+          ' ORDER BY position LIMIT $4',
+        kinds ? [row.stream_id, from, to, limit, kinds] : [row.stream_id, from, to, limit],
       );
       return rows.map((entry) => rowToEntry(key, entry));
     });
@@ -531,7 +540,7 @@ export class PostgresStore implements Store {
     const row = await this.#one<EntryRow>(
       this.#pool,
       `SELECT ${entryColumns} FROM entries JOIN streams USING (stream_id)
-       WHERE project_id = $1 AND kind = 'scope' AND name = $2 AND source_id = $3`,
+       WHERE project_id = $1 AND streams.kind = 'scope' AND name = $2 AND source_id = $3`,
       [id, exact.scope_id, exact.source_id],
     );
     return availability(key, exact, row);
@@ -742,7 +751,7 @@ export class PostgresStore implements Store {
       await this.#insertEntries(
         client,
         created.stream_id,
-        checked.map(({ body, entry }) => ({
+        checked.map(({ body, kind, entry }) => ({
           position: entry.position,
           type: entry.type,
           source_id: entry.source_id,
@@ -751,6 +760,7 @@ export class PostgresStore implements Store {
           recorded_at: entry.recorded_at,
           retracted_at: entry.retracted?.at ?? null,
           retraction_reason: entry.retracted?.reason ?? null,
+          kind,
         })),
       );
       return this.#info(created);

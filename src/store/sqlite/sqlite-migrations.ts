@@ -65,4 +65,15 @@ export const sqliteMigrations: readonly Migration[] = [
     name: 'a stream head is the largest position of its entries',
     sql: `ALTER TABLE streams DROP COLUMN head;`,
   },
+  {
+    version: 5,
+    name: 'entries indexed by metadata.kind',
+    sql: `
+      ALTER TABLE entries ADD COLUMN kind TEXT;
+      UPDATE entries SET kind = json_extract(body, '$.metadata.kind')
+        WHERE body IS NOT NULL AND json_type(body, '$.metadata.kind') = 'text'
+          AND length(json_extract(body, '$.metadata.kind')) BETWEEN 1 AND 64;
+      CREATE INDEX entries_kind ON entries (stream_id, kind, position) WHERE kind IS NOT NULL;
+    `,
+  },
 ];

@@ -34,6 +34,7 @@ import {
   availability,
   checkDigest,
   checkImport,
+  checkKinds,
   sealPrepared,
   type PreparedText,
   checkProjectId,
@@ -279,8 +280,8 @@ export class SqliteStore implements Store {
       const plan = planAppend(row.head, sealed, stored, describeStream(key));
       if (plan.writes.length > 0) {
         const insert = this.#sql(
-          `INSERT INTO entries (stream_id, position, type, source_id, digest, body, recorded_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO entries (stream_id, position, type, source_id, digest, body, recorded_at, kind)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         );
         const now = this.#now();
         plan.writes.forEach((entry, index) => {
@@ -292,6 +293,7 @@ export class SqliteStore implements Store {
             entry.digest,
             entry.body,
             now,
+            entry.kind,
           );
         });
       }
@@ -310,13 +312,17 @@ export class SqliteStore implements Store {
 
   async *readStream(stream: StreamKey, range?: PositionRange): AsyncGenerator<Entry> {
     const key = checkStream(stream);
+    const kinds = checkKinds(range?.kinds);
     const row = this.#stream(key);
     const bounds = checkRange(key, row.head, range);
     const page = this.#sql(
-      `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND position BETWEEN ? AND ? ORDER BY position LIMIT ?`,
+      `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND position BETWEEN ? AND ?` +
+        (kinds ? ' AND kind IN (SELECT value FROM json_each(?))' : '') +
+        ' ORDER BY position LIMIT ?',
     );
+    const only = kinds ? [JSON.stringify(kinds)] : [];
     yield* pagedRead(bounds, async (from, to, limit) =>
-      (page.all(row.stream_id, from, to, limit) as unknown as EntryRow[]).map((entry) =>
+      (page.all(row.stream_id, from, to, ...only, limit) as unknown as EntryRow[]).map((entry) =>
         rowToEntry(key, entry),
       ),
     );
@@ -329,7 +335,7 @@ export class SqliteStore implements Store {
     const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
     const row = this.#sql(
       `SELECT ${entryColumns} FROM entries JOIN streams USING (stream_id)
-       WHERE project_id = ? AND kind = 'scope' AND name = ? AND source_id = ?`,
+       WHERE project_id = ? AND streams.kind = 'scope' AND name = ? AND source_id = ?`,
     ).get(id, exact.scope_id, exact.source_id) as EntryRow | undefined;
     return availability(key, exact, row);
   }
@@ -499,10 +505,11 @@ export class SqliteStore implements Store {
       }
       const row = this.#ensureStream(key);
       const insert = this.#sql(
-        `INSERT INTO entries (stream_id, position, type, source_id, digest, body, recorded_at, retracted_at, retraction_reason)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO entries
+           (stream_id, position, type, source_id, digest, body, recorded_at, retracted_at, retraction_reason, kind)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
-      for (const { body, entry } of checked) {
+      for (const { body, kind, entry } of checked) {
         insert.run(
           row.stream_id,
           entry.position,
@@ -513,6 +520,7 @@ export class SqliteStore implements Store {
           entry.recorded_at,
           entry.retracted?.at ?? null,
           entry.retracted?.reason ?? null,
+          kind,
         );
       }
       return this.#info(this.#findStream(key)!);
