@@ -24,6 +24,7 @@ import type { ScopeKey } from '../core/ledger/names.ts';
 import { checkExpectedHead, type Revision } from '../core/ledger/revision.ts';
 import { parseRecord } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
+import { requireReadableEvidence } from './evidence.ts';
 
 export interface ScopeInput {
   readonly project_id: string;
@@ -39,29 +40,6 @@ function scopeOf(input: ScopeInput): ScopeKey {
   return { project_id: input.project_id, scope_id: input.scope_id };
 }
 
-/** Check that every citation is readable now: exact evidence is validated when it is written. */
-async function requireReadable(deps: AppDeps, project_id: string, handoff: PreparedHandoff): Promise<void> {
-  const checks = await Promise.all(
-    citationsOf(handoff).map((located) =>
-      checkCitation(handoff.scope_id, located, (ref) => deps.store.checkSource(project_id, ref)),
-    ),
-  );
-  const unreadable = checks.filter((check) => check.status === 'unavailable');
-  if (unreadable.length > 0) {
-    const first = unreadable[0]!;
-    throw new BatonError(
-      'invalid_input',
-      `handoff is invalid at ${first.location}: the cited source ${first.citation.source_id} is ${first.status === 'unavailable' ? first.reason : ''}`,
-      {
-        issues: unreadable.map((check) => ({
-          path: check.location,
-          message: `citation unavailable: ${check.status === 'unavailable' ? check.reason : ''}`,
-        })),
-      },
-    );
-  }
-}
-
 /**
  * Finalize a Prepared Handoff on the current committed head and store it by digest. It is
  * not committed: commit_handoff is the only publisher of a revision.
@@ -75,7 +53,7 @@ export async function prepareHandoff(
   const scope = scopeOf({ project_id, scope_id });
   const base_revision = await deps.store.revisionHead(scope);
   const body = preparedBody(scope.scope_id, base_revision, parsed);
-  await requireReadable(deps, scope.project_id, body);
+  await requireReadableEvidence(deps, scope.project_id, scope.scope_id, citationsOf(body), 'handoff');
   const digest = await deps.store.putPrepared(scope.project_id, body as JsonObject);
   return { digest, prepared_handoff: body };
 }

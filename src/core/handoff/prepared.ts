@@ -8,6 +8,7 @@ import { BatonError } from '../errors.ts';
 import { scopeIdSchema } from '../ledger/names.ts';
 import { sourceRefSchema, type SourceRef } from '../ledger/source.ts';
 import { parseRecord, recordSchema } from '../records.ts';
+import { requireSameScope } from '../continuity/claims.ts';
 
 export const preparedHandoffSchemaId = 'baton.prepared-handoff/v1';
 
@@ -16,7 +17,8 @@ export const handoffLimits = {
   objective: 2000,
   text: 4000,
   statements: 64,
-  citations: 32,
+  /** 32 of the producer's evidence, plus the boundary source handoff_current_work adds. */
+  citations: 33,
   omissions: 64,
   options: 16,
 } as const;
@@ -136,15 +138,7 @@ export function preparedBody(
     omissions: content.omissions,
     ...(content.blocked ? { blocked: content.blocked } : {}),
   };
-  const foreign = citationsOf(body).filter(({ citation }) => citation.scope_id !== scope_id);
-  if (foreign.length > 0) {
-    const first = foreign[0]!;
-    throw new BatonError(
-      'invalid_input',
-      `handoff is invalid at ${first.location}: a citation must be in scope ${scope_id}, not ${first.citation.scope_id}`,
-      { issues: foreign.map(({ location }) => ({ path: location, message: 'citation into another scope' })) },
-    );
-  }
+  requireSameScope(scope_id, citationsOf(body), 'handoff');
   return body;
 }
 

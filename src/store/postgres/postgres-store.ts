@@ -61,6 +61,30 @@ import type {
 } from '../store.ts';
 import { postgresMigrations } from './postgres-migrations.ts';
 
+/**
+ * The pool's connection settings. The schema goes into the startup options, so every
+ * connection uses it from its first statement; an options= in the URL is kept, but the URL
+ * would override a separate setting, so it is moved out of the URL and ours comes last.
+ */
+function connectionConfig(
+  url: string,
+  schema: string | undefined,
+): { connectionString: string; options?: string } {
+  if (schema === undefined) return { connectionString: url };
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new BatonError('invalid_input', 'the PostgreSQL URL is not a valid URL');
+  }
+  const given = parsed.searchParams.get('options');
+  parsed.searchParams.delete('options');
+  return {
+    connectionString: parsed.toString(),
+    options: `${given ? `${given} ` : ''}-c search_path=${schema}`,
+  };
+}
+
 export interface PostgresStoreOptions {
   /** A postgres:// URL; its credentials never appear in error messages. */
   readonly url: string;
@@ -180,13 +204,7 @@ export class PostgresStore implements Store {
     if (!Number.isSafeInteger(poolSize) || poolSize < 1) {
       throw new BatonError('invalid_input', 'poolSize is a whole number >= 1', { poolSize });
     }
-    const pool = new Pool({ connectionString: options.url, max: poolSize });
-    if (schema !== undefined) {
-      // Queued ahead of any query on the new connection; it overrides an options= in the URL,
-      // which a startup option would not.
-      const setPath = `SET search_path TO ${escapeIdentifier(schema)}`;
-      pool.on('connect', (client) => void client.query(setPath).catch(() => {}));
-    }
+    const pool = new Pool({ ...connectionConfig(options.url, schema), max: poolSize });
     // An idle client whose server goes away emits here; the pool drops it and the next query reconnects.
     pool.on('error', () => {});
     const store = new PostgresStore(pool, describeServer(options.url), options.clock ?? systemClock);

@@ -1,0 +1,271 @@
+/**
+ * The four continuity operations of a Workstream: create_work_contract, handoff_current_work,
+ * acknowledge_handoff and record_task_outcome, plus the WorkContinuity projection. Each stores
+ * one typed source under the caller's stable source_id, so a retry returns the same receipt.
+ * Nothing here grants tool, network, credential or write authority.
+ */
+import { z } from 'zod';
+import { BatonError, isBatonError } from '../core/errors.ts';
+import { locateEvidence } from '../core/continuity/claims.ts';
+import { projectContinuity, type WorkContinuity } from '../core/continuity/projection.ts';
+import {
+  boundaryFields,
+  outcomeFields,
+  readWorkRecord,
+  receiverChecksSchema,
+  receiptStatuses,
+  trustLabels,
+  workContractFields,
+  workKinds,
+  type Boundary,
+  type HandoffReceipt,
+  type TaskOutcome,
+  type WorkContract,
+  type WorkKind,
+} from '../core/continuity/records.ts';
+import { parseHandoffContent } from '../core/handoff/prepared.ts';
+import type { HandoffResolution } from '../core/handoff/resolution.ts';
+import type { JsonObject } from '../core/json.ts';
+import { sourceIdSchema } from '../core/ledger/names.ts';
+import type { SourceReceipt, SourceRef } from '../core/ledger/source.ts';
+import { parseRecord } from '../core/records.ts';
+import type { AppDeps } from './deps.ts';
+import { requireReadableEvidence } from './evidence.ts';
+import { continueHandoff, prepareHandoff, type PreparedResult } from './handoffs.ts';
+
+const where = { project_id: z.string(), scope_id: z.string(), source_id: sourceIdSchema };
+
+/** Validate an operation's input: the location plus the record's fields, nothing else. */
+function parseInput<S extends z.ZodRawShape>(fields: S, input: unknown, what: string) {
+  return parseRecord(z.strictObject({ ...where, ...fields }), input, what);
+}
+
+async function store<K extends WorkKind>(
+  deps: AppDeps,
+  at: { project_id: string; scope_id: string; source_id: string },
+  kind: K,
+  record: JsonObject,
+): Promise<{ receipt: SourceReceipt; trust: (typeof trustLabels)[K] }> {
+  const receipt = await deps.store.captureSource(
+    { project_id: at.project_id, scope_id: at.scope_id },
+    { source_id: at.source_id, content: record, metadata: { kind } },
+  );
+  return { receipt, trust: trustLabels[kind] };
+}
+
+function split<T extends { project_id: string; scope_id: string; source_id: string }>(input: T) {
+  const { project_id, scope_id, source_id, ...fields } = input;
+  return { at: { project_id, scope_id, source_id }, fields };
+}
+
+export interface StoredWorkRecord<R> {
+  readonly receipt: SourceReceipt;
+  readonly record: R;
+  readonly trust: string;
+}
+
+/** Delegation: validate the contract's evidence and store it. It never overrides current instructions. */
+export async function createWorkContract(
+  deps: AppDeps,
+  input: unknown,
+): Promise<StoredWorkRecord<WorkContract>> {
+  const { at, fields } = split(parseInput(workContractFields, input, 'work contract'));
+  const record = { schema: 'baton.work-contract/v1', ...fields } as WorkContract;
+  await requireReadableEvidence(deps, at.project_id, at.scope_id, locateEvidence(record), 'work contract');
+  const { receipt, trust } = await store(deps, at, 'work-contract', record as JsonObject);
+  return { receipt, record, trust };
+}
+
+export interface HandoffCurrentWorkResult extends PreparedResult {
+  readonly boundary_receipt: SourceReceipt;
+  readonly boundary: Boundary;
+  readonly trust: 'untrusted_input';
+}
+
+/**
+ * Store the inspected boundary and deterministically finalize a Prepared Handoff that cites it
+ * from every state item and the next action, keeping the original exact citations of verified
+ * claims. No model, no commit: commit_handoff publishes.
+ */
+export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise<HandoffCurrentWorkResult> {
+  const { at, fields } = split(parseInput(boundaryFields, input, 'handoff boundary'));
+  const boundary = { schema: 'baton.handoff-boundary/v1', ...fields } as Boundary;
+  const handoff = (boundaryRef: SourceRef[]) => ({
+    objective: boundary.objective,
+    disposition: boundary.disposition,
+    statements: boundary.current_state.map((claim) => ({
+      text: claim.text,
+      basis: claim.basis,
+      citations: [...boundaryRef, ...claim.evidence],
+    })),
+    next_action: {
+      text: boundary.next_action.text,
+      citations: [...boundaryRef, ...boundary.next_action.evidence],
+    },
+    omissions: boundary.omissions,
+    ...(boundary.blocked ? { blocked: boundary.blocked } : {}),
+  });
+  // Every rule of the handoff is checked before the boundary is stored.
+  parseHandoffContent(handoff([]));
+  await requireReadableEvidence(
+    deps,
+    at.project_id,
+    at.scope_id,
+    locateEvidence(boundary),
+    'handoff boundary',
+  );
+  // The capture is explicit and stays even if finalizing fails afterwards.
+  const { receipt } = await store(deps, at, 'handoff-boundary', boundary as JsonObject);
+  const prepared = await prepareHandoff(deps, {
+    project_id: at.project_id,
+    scope_id: at.scope_id,
+    ...handoff([receipt.source_ref]),
+  });
+  return { ...prepared, boundary_receipt: receipt, boundary, trust: 'untrusted_input' };
+}
+
+const acknowledgeFields = {
+  target: z.unknown(),
+  status: z.enum(receiptStatuses),
+  receiver_checks: receiverChecksSchema,
+  reason: z.string().max(4000).optional(),
+  receiver: z.string().max(200).optional(),
+};
+
+export interface AcknowledgeResult extends StoredWorkRecord<HandoffReceipt> {
+  readonly resolution: HandoffResolution;
+}
+
+/**
+ * Record whether the receiver can take one exact handoff. Continue runs again here: a
+ * caller's evidence result is never trusted. accepted needs every citation readable and all
+ * three receiver checks confirmed; needs_clarification and declined need a reason.
+ */
+export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise<AcknowledgeResult> {
+  const { at, fields } = split(parseInput(acknowledgeFields, input, 'acknowledgement'));
+  if (fields.target === 'latest') {
+    throw new BatonError(
+      'invalid_input',
+      'acknowledge_handoff takes an exact target, never latest: call continue_handoff first and acknowledge the ' +
+        '{exact: revision} or {prepared: digest} it returned, after inspecting it',
+      { issues: [{ path: 'target', message: 'latest is not an exact target' }] },
+    );
+  }
+  const reason = fields.reason?.trim() ? fields.reason : undefined;
+  if (fields.status !== 'accepted' && !reason) {
+    throw new BatonError(
+      'invalid_input',
+      `acknowledgement is invalid at reason: ${fields.status} needs a reason`,
+      {
+        issues: [{ path: 'reason', message: `${fields.status} needs a reason` }],
+      },
+    );
+  }
+  if (fields.status === 'accepted') {
+    const missing = Object.entries(fields.receiver_checks).filter(([, value]) => value !== 'confirmed');
+    if (missing.length > 0) {
+      throw new BatonError(
+        'invalid_input',
+        `acknowledgement is invalid at receiver_checks.${missing[0]![0]}: accepted needs live_workspace, capability ` +
+          'and authorization all confirmed; otherwise record needs_clarification or declined with a reason',
+        { issues: missing.map(([name]) => ({ path: `receiver_checks.${name}`, message: 'not confirmed' })) },
+      );
+    }
+  }
+  const resolution = await continueHandoff(deps, {
+    project_id: at.project_id,
+    scope_id: at.scope_id,
+    selection: fields.target,
+  });
+  const unavailable = resolution.evidence_checks.flatMap((check) =>
+    check.status === 'unavailable'
+      ? [{ location: check.location, citation: check.citation, reason: check.reason }]
+      : [],
+  );
+  if (fields.status === 'accepted' && unavailable.length > 0) {
+    throw new BatonError(
+      'precondition_failed',
+      `cannot accept: ${unavailable.length} citation(s) of this handoff are unavailable; record needs_clarification with a reason`,
+      { unavailable_citations: unavailable },
+    );
+  }
+  const record: HandoffReceipt = {
+    schema: 'baton.handoff-receipt/v1',
+    target: resolution.selection,
+    status: fields.status,
+    evidence: resolution.evidence,
+    citations_checked: resolution.evidence_checks.length,
+    unavailable_citations: unavailable,
+    receiver_checks: fields.receiver_checks,
+    ...(reason ? { reason } : {}),
+    ...(fields.receiver ? { receiver: fields.receiver } : {}),
+  };
+  const { receipt, trust } = await store(deps, at, 'handoff-receipt', record as JsonObject);
+  return { receipt, record, trust, resolution };
+}
+
+/**
+ * Record what happened in one attempt. Verified observations, checks and produced artifacts
+ * are validated now; a producer's pass claim stays what it was declared as.
+ */
+export async function recordTaskOutcome(
+  deps: AppDeps,
+  input: unknown,
+): Promise<StoredWorkRecord<TaskOutcome>> {
+  const { at, fields } = split(parseInput(outcomeFields, input, 'task outcome'));
+  const record = { schema: 'baton.task-outcome/v1', ...fields } as TaskOutcome;
+  const ref = record.handoff_receipt_ref;
+  const evidence = locateEvidence(record);
+  if (ref) evidence.push({ location: 'handoff_receipt_ref', citation: ref });
+  await requireReadableEvidence(deps, at.project_id, at.scope_id, evidence, 'task outcome');
+  if (ref) {
+    const entry = await deps.store.readSource(at.project_id, ref);
+    const kind = entry.metadata?.kind;
+    const receipt = kind === 'handoff-receipt' ? readWorkRecord(kind, entry.content) : undefined;
+    const problem =
+      !receipt || receipt.kind !== 'handoff-receipt'
+        ? 'it names no valid handoff receipt'
+        : receipt.record.target.kind !== 'exact'
+          ? 'it names a receipt for a prepared handoff; only a receipt of a committed exact revision can be covered'
+          : receipt.record.status !== 'accepted'
+            ? `it names a ${receipt.record.status} receipt; only an accepted receipt can be covered`
+            : undefined;
+    if (problem) {
+      throw new BatonError('invalid_input', `task outcome is invalid at handoff_receipt_ref: ${problem}`, {
+        issues: [{ path: 'handoff_receipt_ref', message: problem }],
+      });
+    }
+  }
+  const { receipt, trust } = await store(deps, at, 'task-outcome', record as JsonObject);
+  return { receipt, record, trust };
+}
+
+/** The WorkContinuity of a scope, for its current exact revision (or an earlier frozen one). */
+export async function readContinuity(
+  deps: AppDeps,
+  input: { project_id: string; scope_id: string; through?: number },
+): Promise<WorkContinuity> {
+  const scope = { project_id: input.project_id, scope_id: input.scope_id };
+  const head = await deps.store.revisionHead(scope);
+  const through = input.through ?? head;
+  if (!Number.isSafeInteger(through) || through < 0 || through > head) {
+    throw new BatonError('invalid_input', `through is a revision from 0 to the head (${head})`, {
+      through,
+      head,
+    });
+  }
+  const current =
+    through === 0
+      ? null
+      : { revision: through, digest: (await deps.store.getRevision(scope, through)).prepared_digest };
+  const entries = [];
+  try {
+    for await (const entry of deps.store.readStream({ ...scope, kind: 'scope' }, { kinds: [...workKinds] })) {
+      entries.push(entry);
+    }
+  } catch (error) {
+    // The project exists (revisionHead said so): a scope with no stream yet has no records.
+    if (!isBatonError(error, 'not_found')) throw error;
+  }
+  return projectContinuity(scope.scope_id, entries, current);
+}
