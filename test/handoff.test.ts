@@ -335,11 +335,15 @@ for (const backend of backends) {
       it('never shows a revision committed after the selection was frozen', async () => {
         await publish(1);
         // A store that lets another writer commit right after the report reads the head.
+        let raced = false;
         const racing = withOverrides(deps.store, {
           revisionHead: async (scope) => {
             const head = await deps.store.revisionHead(scope);
-            const prepared = await prepareHandoff(deps, { ...at, ...handoff(99) });
-            await commitHandoff(deps, { ...at, prepared: prepared.digest, expected_head: head });
+            if (!raced) {
+              raced = true;
+              const prepared = await prepareHandoff(deps, { ...at, ...handoff(99) });
+              await commitHandoff(deps, { ...at, prepared: prepared.digest, expected_head: head });
+            }
             return head;
           },
         });
@@ -348,6 +352,7 @@ for (const backend of backends) {
         expect(report.selection).toEqual({ revision: 1 });
         expect(report.revision_count).toBe(1);
         expect(report.revisions.map((r) => r.revision)).toEqual([1]);
+        expect(report.continuity.current?.revision).toBe(1);
         expect(JSON.stringify(report)).not.toContain('(99)');
       });
 

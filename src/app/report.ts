@@ -8,6 +8,7 @@ import {
   type WorkstreamReport,
 } from '../core/handoff/report.ts';
 import type { ScopeKey } from '../core/ledger/names.ts';
+import { readContinuity } from './continuity.ts';
 import type { AppDeps } from './deps.ts';
 
 export interface WorkstreamReportInput {
@@ -34,6 +35,7 @@ export async function readWorkstreamReport(
     }
     through = input.through;
   }
+  const continuity = await readContinuity(deps, { ...scope, through });
   if (through === 0) {
     return {
       scope_id: scope.scope_id,
@@ -41,6 +43,7 @@ export async function readWorkstreamReport(
       revision_count: 0,
       current: null,
       revisions: [],
+      continuity,
       trust: 'untrusted_history',
     };
   }
@@ -62,6 +65,7 @@ export async function readWorkstreamReport(
       handoff: bodies[0]!,
     },
     revisions: revisions.map((revision, index) => summarize(revision, bodies[index]!, through)),
+    continuity,
     trust: 'untrusted_history',
   };
 }

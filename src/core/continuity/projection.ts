@@ -79,6 +79,8 @@ export function readWorkEntries(
   let invalid = 0;
   for (const entry of entries) {
     if (entry.type !== 'source' || entry.source_id === null) continue;
+    // Only this scope's journal counts: entries of another stream never change the projection.
+    if (entry.stream.kind !== 'scope' || entry.stream.scope_id !== scope_id) continue;
     // A retracted record was purged: it is no longer history, valid or not.
     if (entry.retracted) continue;
     const kind = entry.metadata?.kind;

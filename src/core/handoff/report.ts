@@ -4,6 +4,7 @@
  * 20 revision summaries, latest first. Plus the human Markdown view of it.
  */
 import type { Digest } from '../canonical.ts';
+import type { WorkContinuity } from '../continuity/projection.ts';
 import type { Revision } from '../ledger/revision.ts';
 import type { Disposition, PreparedHandoff } from './prepared.ts';
 
@@ -32,6 +33,8 @@ export interface WorkstreamReport {
     readonly handoff: PreparedHandoff;
   } | null;
   readonly revisions: readonly RevisionSummary[];
+  /** Contract, handoff, receipt and outcome records in journal order, with transfer and outcome state. */
+  readonly continuity: WorkContinuity;
   readonly trust: 'untrusted_history';
 }
 
@@ -137,6 +140,27 @@ export function workstreamMarkdown(report: WorkstreamReport): string {
   );
   if (report.revision_count > report.revisions.length) {
     lines.push(`Showing the latest ${report.revisions.length} of ${report.revision_count} revisions.`, '');
+  }
+  const continuity = report.continuity;
+  lines.push(
+    '## What happened afterward',
+    '',
+    `Transfer: **${continuity.transfer_state}** · outcome: **${continuity.outcome_state}**`,
+    '',
+  );
+  if (continuity.timeline.length === 0)
+    lines.push('No contract, handoff, receipt or outcome recorded yet.', '');
+  else {
+    if (continuity.truncated) lines.push(`Showing the latest ${continuity.timeline.length} records.`, '');
+    lines.push(
+      '| Journal position | Record | Summary |',
+      '| --- | --- | --- |',
+      ...continuity.timeline.map(
+        (event) =>
+          `| ${event.position} | ${event.kind}${event.status ? ` (${event.status})` : ''} | ${inline(event.summary)} |`,
+      ),
+      '',
+    );
   }
   lines.push(
     '---',
