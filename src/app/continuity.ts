@@ -124,8 +124,12 @@ export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise
   return { ...prepared, boundary_receipt: receipt, boundary, trust: 'untrusted_input' };
 }
 
-const acknowledgeFields = {
-  target: z.unknown(),
+export const acknowledgeFields = {
+  target: z.union([
+    z.literal('latest'),
+    z.strictObject({ exact: z.number().int().min(1) }),
+    z.strictObject({ prepared: z.string() }),
+  ]),
   status: z.enum(receiptStatuses),
   receiver_checks: receiverChecksSchema,
   reason: z.string().max(4000).optional(),

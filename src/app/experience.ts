@@ -79,7 +79,7 @@ export async function listExperienceCandidates(
   return all;
 }
 
-const reviewInput = z.strictObject({
+export const reviewInput = z.strictObject({
   project_id: z.string(),
   scope_id: z.string(),
   candidate: sourceRefSchema,

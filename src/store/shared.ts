@@ -18,7 +18,14 @@ import {
 } from '../core/ledger/names.ts';
 import { sourceRefSchema, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
-import type { PortableEntry, PositionRange, SourceAvailability } from './store.ts';
+import type {
+  NewSession,
+  NewToken,
+  PortableEntry,
+  PositionRange,
+  SourceAvailability,
+  TokenRecord,
+} from './store.ts';
 
 /** One entry row as both backends select it. */
 export interface EntryRow {
@@ -77,6 +84,61 @@ export function checkReason(reason: unknown): string {
     reason,
     'retraction reason',
   );
+}
+
+const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'a secret hash is 64 lower-case hex');
+
+export function checkNewToken(token: unknown): NewToken {
+  return parseRecord(
+    z.strictObject({
+      token_id: z.string().min(1).max(64),
+      project_id: projectIdSchema,
+      token_hash: hashSchema,
+      read_only: z.boolean(),
+      label: z.string().max(200),
+    }),
+    token,
+    'token',
+  );
+}
+
+export function checkNewSession(session: unknown): NewSession {
+  return parseRecord(
+    z.strictObject({
+      session_hash: hashSchema,
+      token_id: z.string().min(1).max(64),
+      csrf_hash: hashSchema,
+      expires_at: z.iso.datetime(),
+    }),
+    session,
+    'session',
+  );
+}
+
+export function checkHash(hash: unknown): string {
+  return parseRecord(hashSchema, hash, 'secret hash');
+}
+
+export interface TokenRow {
+  readonly token_id: string;
+  readonly project_id: string;
+  readonly token_hash: string;
+  readonly read_only: boolean | number;
+  readonly label: string;
+  readonly created_at: string;
+  readonly revoked_at: string | null;
+}
+
+export function rowToToken(row: TokenRow): TokenRecord {
+  return {
+    token_id: row.token_id,
+    project_id: row.project_id,
+    token_hash: row.token_hash,
+    read_only: row.read_only === true || row.read_only === 1,
+    label: row.label,
+    created_at: row.created_at,
+    revoked_at: row.revoked_at,
+  };
 }
 
 export function checkDigest(digest: unknown): Digest {

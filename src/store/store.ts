@@ -97,5 +97,43 @@ export interface Store {
    */
   importEntries(stream: StreamKey, entries: readonly PortableEntry[]): Promise<StreamInfo>;
 
+  /** Store an API token by the hash of its secret; the secret itself is never stored. */
+  createToken(token: NewToken): Promise<TokenRecord>;
+  /** The live (not revoked) token with this secret hash, if any. */
+  findToken(token_hash: string): Promise<TokenRecord | undefined>;
+  listTokens(project_id: string): Promise<TokenRecord[]>;
+  /** not_found when no token has that id in the project. */
+  revokeToken(project_id: string, token_id: string): Promise<TokenRecord>;
+
+  /** A web session for a token, by the hash of its cookie secret. */
+  createSession(session: NewSession): Promise<void>;
+  /** The session with this hash whose token is still live and which has not expired at `now`. */
+  findSession(session_hash: string, now: string): Promise<SessionRecord | undefined>;
+  deleteSession(session_hash: string): Promise<void>;
+
   close(): Promise<void>;
+}
+
+export interface NewToken {
+  readonly token_id: string;
+  readonly project_id: string;
+  readonly token_hash: string;
+  readonly read_only: boolean;
+  readonly label: string;
+}
+
+export interface TokenRecord extends NewToken {
+  readonly created_at: string;
+  readonly revoked_at: string | null;
+}
+
+export interface NewSession {
+  readonly session_hash: string;
+  readonly token_id: string;
+  readonly csrf_hash: string;
+  readonly expires_at: string;
+}
+
+export interface SessionRecord extends NewSession {
+  readonly token: TokenRecord;
 }

@@ -502,6 +502,56 @@ export function describeStore(name: string, factory: StoreFactory): void {
         }));
     });
 
+    describe('tokens and sessions', () => {
+      const hash = (n: number) => n.toString(16).padStart(64, '0');
+      const token = (n: number, read_only = false) => ({
+        token_id: `t-${n}`,
+        project_id,
+        token_hash: hash(n),
+        read_only,
+        label: `token ${n}`,
+      });
+
+      it('finds live tokens by hash, lists and revokes them, and ends their sessions', () =>
+        withStore(async (store) => {
+          const created = await store.createToken(token(1));
+          await store.createToken(token(2, true));
+          expect(created).toMatchObject({ token_id: 't-1', read_only: false, revoked_at: null });
+          expect(await store.findToken(hash(2))).toMatchObject({
+            token_id: 't-2',
+            read_only: true,
+            project_id,
+          });
+          expect(await store.findToken(hash(3))).toBeUndefined();
+          expect((await store.listTokens(project_id)).map((t) => t.token_id)).toEqual(['t-1', 't-2']);
+          await store.createSession({
+            session_hash: hash(100),
+            token_id: 't-1',
+            csrf_hash: hash(101),
+            expires_at: '2999-01-01T00:00:00.000Z',
+          });
+          const session = await store.findSession(hash(100), '2026-12-02T00:00:00.000Z');
+          expect(session).toMatchObject({ token_id: 't-1', csrf_hash: hash(101), token: { project_id } });
+          expect(await store.findSession(hash(100), '3000-01-01T00:00:00.000Z')).toBeUndefined();
+          const revoked = await store.revokeToken(project_id, 't-1');
+          expect(revoked.revoked_at).not.toBeNull();
+          expect(await store.findToken(hash(1))).toBeUndefined();
+          expect(await store.findSession(hash(100), '2026-12-02T00:00:00.000Z')).toBeUndefined();
+          await expectBatonError(store.revokeToken(project_id, 'nope'), 'not_found');
+          await expectBatonError(store.createToken({ ...token(4), project_id: 'nobody' }), 'not_found');
+          await expectBatonError(store.createToken({ ...token(5), token_hash: 'short' }), 'invalid_input');
+          await expectBatonError(store.createToken(token(2)), 'conflict');
+          await store.createSession({
+            session_hash: hash(200),
+            token_id: 't-2',
+            csrf_hash: hash(201),
+            expires_at: '2999-01-01T00:00:00.000Z',
+          });
+          await store.deleteSession(hash(200));
+          expect(await store.findSession(hash(200), '2026-12-02T00:00:00.000Z')).toBeUndefined();
+        }));
+    });
+
     describe('durability', () => {
       it('keeps everything across close and reopen', () =>
         withStore(async (store, harness) => {

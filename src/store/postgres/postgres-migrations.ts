@@ -75,4 +75,25 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX entries_kind ON entries (stream_id, kind, position) WHERE kind IS NOT NULL;
     `,
   },
+  {
+    version: 5,
+    name: 'API tokens and web sessions, stored by hash',
+    sql: `
+      CREATE TABLE tokens (
+        token_id text COLLATE "C" PRIMARY KEY,
+        project_id text COLLATE "C" NOT NULL REFERENCES projects (project_id),
+        token_hash text COLLATE "C" NOT NULL UNIQUE,
+        read_only boolean NOT NULL,
+        label text COLLATE "C" NOT NULL,
+        created_at text COLLATE "C" NOT NULL,
+        revoked_at text COLLATE "C"
+      );
+      CREATE TABLE sessions (
+        session_hash text COLLATE "C" PRIMARY KEY,
+        token_id text COLLATE "C" NOT NULL REFERENCES tokens (token_id),
+        csrf_hash text COLLATE "C" NOT NULL,
+        expires_at text COLLATE "C" NOT NULL
+      );
+    `,
+  },
 ];

@@ -32,7 +32,12 @@ import { checkMigrations, type Migration } from '../migrations.ts';
 import {
   availability,
   checkDigest,
+  checkHash,
   checkImport,
+  checkNewSession,
+  checkNewToken,
+  rowToToken,
+  type TokenRow,
   checkKinds,
   sealPrepared,
   type PreparedText,
@@ -51,6 +56,10 @@ import {
   type EntryRow,
 } from '../shared.ts';
 import type {
+  NewSession,
+  NewToken,
+  SessionRecord,
+  TokenRecord,
   PortableEntry,
   PositionRange,
   Project,
@@ -782,6 +791,101 @@ export class PostgresStore implements Store {
         })),
       );
       return this.#info(created);
+    });
+  }
+
+  async createToken(token: NewToken): Promise<TokenRecord> {
+    const checked = checkNewToken(token);
+    return this.#write(async (client) => {
+      await this.#project(client, checked.project_id);
+      const created_at = this.#now();
+      await client.query(
+        `INSERT INTO tokens (token_id, project_id, token_hash, read_only, label, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6)`,
+        [
+          checked.token_id,
+          checked.project_id,
+          checked.token_hash,
+          checked.read_only,
+          checked.label,
+          created_at,
+        ],
+      );
+      return { ...checked, created_at, revoked_at: null };
+    });
+  }
+
+  async findToken(token_hash: string): Promise<TokenRecord | undefined> {
+    const row = await this.#one<TokenRow>(
+      this.#pool,
+      'SELECT * FROM tokens WHERE token_hash = $1 AND revoked_at IS NULL',
+      [checkHash(token_hash)],
+    );
+    return row && rowToToken(row);
+  }
+
+  async listTokens(project_id: string): Promise<TokenRecord[]> {
+    const id = checkProjectId(project_id);
+    await this.#project(this.#pool, id);
+    const rows = await this.#query<TokenRow>(
+      this.#pool,
+      'SELECT * FROM tokens WHERE project_id = $1 ORDER BY created_at, token_id',
+      [id],
+    );
+    return rows.map(rowToToken);
+  }
+
+  async revokeToken(project_id: string, token_id: string): Promise<TokenRecord> {
+    const id = checkProjectId(project_id);
+    return this.#write(async (client) => {
+      const row = await this.#one<TokenRow>(
+        client,
+        `UPDATE tokens SET revoked_at = coalesce(revoked_at, $3) WHERE project_id = $1 AND token_id = $2 RETURNING *`,
+        [id, String(token_id), this.#now()],
+      );
+      if (!row) {
+        throw new BatonError('not_found', `no token ${String(token_id)} in project ${id}`, {
+          project_id: id,
+          token_id,
+        });
+      }
+      await client.query('DELETE FROM sessions WHERE token_id = $1', [row.token_id]);
+      return rowToToken(row);
+    });
+  }
+
+  async createSession(session: NewSession): Promise<void> {
+    const checked = checkNewSession(session);
+    await this.#write(async (client) => {
+      await client.query(
+        'INSERT INTO sessions (session_hash, token_id, csrf_hash, expires_at) VALUES ($1, $2, $3, $4)',
+        [checked.session_hash, checked.token_id, checked.csrf_hash, checked.expires_at],
+      );
+    });
+  }
+
+  async findSession(session_hash: string, now: string): Promise<SessionRecord | undefined> {
+    const row = await this.#one<TokenRow & { session_hash: string; csrf_hash: string; expires_at: string }>(
+      this.#pool,
+      `SELECT sessions.session_hash, sessions.csrf_hash, sessions.expires_at, tokens.*
+         FROM sessions JOIN tokens USING (token_id)
+        WHERE session_hash = $1 AND expires_at > $2 AND tokens.revoked_at IS NULL`,
+      [checkHash(session_hash), now],
+    );
+    if (!row) return undefined;
+    return {
+      session_hash: row.session_hash,
+      token_id: row.token_id,
+      csrf_hash: row.csrf_hash,
+      expires_at: row.expires_at,
+      token: rowToToken(row),
+    };
+  }
+
+  async deleteSession(session_hash: string): Promise<void> {
+    const hash = checkHash(session_hash);
+    await this.#write(async (client) => {
+      await client.query('DELETE FROM sessions WHERE session_hash = $1', [hash]);
     });
   }
 

@@ -76,4 +76,25 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX entries_kind ON entries (stream_id, kind, position) WHERE kind IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    name: 'API tokens and web sessions, stored by hash',
+    sql: `
+      CREATE TABLE tokens (
+        token_id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects (project_id),
+        token_hash TEXT NOT NULL UNIQUE,
+        read_only INTEGER NOT NULL CHECK (read_only IN (0, 1)),
+        label TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      ) STRICT;
+      CREATE TABLE sessions (
+        session_hash TEXT PRIMARY KEY,
+        token_id TEXT NOT NULL REFERENCES tokens (token_id),
+        csrf_hash TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      ) STRICT;
+    `,
+  },
 ];

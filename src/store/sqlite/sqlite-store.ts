@@ -33,7 +33,12 @@ import { checkMigrations, type Migration } from '../migrations.ts';
 import {
   availability,
   checkDigest,
+  checkHash,
   checkImport,
+  checkNewSession,
+  checkNewToken,
+  rowToToken,
+  type TokenRow,
   checkKinds,
   sealPrepared,
   type PreparedText,
@@ -52,6 +57,10 @@ import {
   type EntryRow,
 } from '../shared.ts';
 import type {
+  NewSession,
+  NewToken,
+  SessionRecord,
+  TokenRecord,
   PortableEntry,
   PositionRange,
   Project,
@@ -98,6 +107,25 @@ interface RevisionRow {
 const streamColumns =
   'stream_id, project_id, kind, name, created_at, ' +
   '(SELECT coalesce(max(position), 0) FROM entries WHERE entries.stream_id = streams.stream_id) AS head';
+
+/** SQLite's own failures as BatonErrors: a constraint is a conflict, a lock held too long is unavailable. */
+function translateSqliteError(error: unknown): unknown {
+  const errcode = (error as { errcode?: unknown }).errcode;
+  if (typeof errcode !== 'number') return error;
+  const primary = errcode & 0xff;
+  if (primary === 19) {
+    return new BatonError(
+      'conflict',
+      `the write conflicts with a stored record (${(error as Error).message})`,
+    );
+  }
+  if (primary === 5 || primary === 6) {
+    return new BatonError('unavailable', 'the database stayed locked by another writer; try again', {
+      errcode,
+    });
+  }
+  return error;
+}
 
 export function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
   return Promise.resolve(new SqliteStore(options));
@@ -170,14 +198,14 @@ export class SqliteStore implements Store {
 
   /** Run fn inside one write transaction holding the database's write lock. */
   #write<T>(fn: () => T): T {
-    this.#db.exec('BEGIN IMMEDIATE');
     try {
+      this.#db.exec('BEGIN IMMEDIATE');
       const result = fn();
       this.#db.exec('COMMIT');
       return result;
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
-      throw error;
+      throw translateSqliteError(error);
     }
   }
 
@@ -524,6 +552,94 @@ export class SqliteStore implements Store {
         );
       }
       return this.#info(this.#findStream(key)!);
+    });
+  }
+
+  async createToken(token: NewToken): Promise<TokenRecord> {
+    const checked = checkNewToken(token);
+    return this.#write(() => {
+      this.#project(checked.project_id);
+      const created_at = this.#now();
+      this.#sql(
+        `INSERT INTO tokens (token_id, project_id, token_hash, read_only, label, created_at)
+           VALUES (?, ?, ?, ?, ?, ?)`,
+      ).run(
+        checked.token_id,
+        checked.project_id,
+        checked.token_hash,
+        checked.read_only ? 1 : 0,
+        checked.label,
+        created_at,
+      );
+      return { ...checked, created_at, revoked_at: null };
+    });
+  }
+
+  async findToken(token_hash: string): Promise<TokenRecord | undefined> {
+    const row = this.#sql('SELECT * FROM tokens WHERE token_hash = ? AND revoked_at IS NULL').get(
+      checkHash(token_hash),
+    ) as TokenRow | undefined;
+    return row && rowToToken(row);
+  }
+
+  async listTokens(project_id: string): Promise<TokenRecord[]> {
+    const id = checkProjectId(project_id);
+    this.#project(id);
+    const rows = this.#sql('SELECT * FROM tokens WHERE project_id = ? ORDER BY created_at, token_id').all(
+      id,
+    ) as unknown as TokenRow[];
+    return rows.map(rowToToken);
+  }
+
+  async revokeToken(project_id: string, token_id: string): Promise<TokenRecord> {
+    const id = checkProjectId(project_id);
+    return this.#write(() => {
+      const select = this.#sql('SELECT * FROM tokens WHERE project_id = ? AND token_id = ?');
+      if (!select.get(id, token_id)) {
+        throw new BatonError('not_found', `no token ${String(token_id)} in project ${id}`, {
+          project_id: id,
+          token_id,
+        });
+      }
+      this.#sql('UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE token_id = ?').run(
+        this.#now(),
+        token_id,
+      );
+      this.#sql('DELETE FROM sessions WHERE token_id = ?').run(token_id);
+      return rowToToken(select.get(id, token_id) as unknown as TokenRow);
+    });
+  }
+
+  async createSession(session: NewSession): Promise<void> {
+    const checked = checkNewSession(session);
+    this.#write(() => {
+      this.#sql(
+        'INSERT INTO sessions (session_hash, token_id, csrf_hash, expires_at) VALUES (?, ?, ?, ?)',
+      ).run(checked.session_hash, checked.token_id, checked.csrf_hash, checked.expires_at);
+    });
+  }
+
+  async findSession(session_hash: string, now: string): Promise<SessionRecord | undefined> {
+    const row = this.#sql(
+      `SELECT sessions.session_hash, sessions.csrf_hash, sessions.expires_at, tokens.*
+         FROM sessions JOIN tokens USING (token_id)
+        WHERE session_hash = ? AND expires_at > ? AND tokens.revoked_at IS NULL`,
+    ).get(checkHash(session_hash), now) as
+      (TokenRow & { session_hash: string; csrf_hash: string; expires_at: string }) | undefined;
+    if (!row) return undefined;
+    return {
+      session_hash: row.session_hash,
+      token_id: row.token_id,
+      csrf_hash: row.csrf_hash,
+      expires_at: row.expires_at,
+      token: rowToToken(row),
+    };
+  }
+
+  async deleteSession(session_hash: string): Promise<void> {
+    const hash = checkHash(session_hash);
+    this.#write(() => {
+      this.#sql('DELETE FROM sessions WHERE session_hash = ?').run(hash);
     });
   }
 

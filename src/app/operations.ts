@@ -1,0 +1,231 @@
+/**
+ * The operation registry: every operation Baton offers, once, with its input schema, whether
+ * it writes, and the one app function it calls. HTTP routes, the OpenAPI document, MCP tools,
+ * the typed client and the CLI are all derived from this list; none adds logic of its own.
+ */
+import { z } from 'zod';
+import { workKinds } from '../core/continuity/records.ts';
+import { boundaryFields, outcomeFields, workContractFields } from '../core/continuity/records.ts';
+import { workstreamMarkdown, reportMarkdown } from '../core/handoff/report.ts';
+import { selectionSchema } from '../core/handoff/resolution.ts';
+import { jsonObjectSchema, jsonValueSchema } from '../core/json.ts';
+import { scopeIdSchema, sourceIdSchema } from '../core/ledger/names.ts';
+import { digestPattern } from '../core/canonical.ts';
+import {
+  acknowledgeFields,
+  acknowledgeHandoff,
+  createWorkContract,
+  handoffCurrentWork,
+  readContinuity,
+  recordTaskOutcome,
+} from './continuity.ts';
+import type { AppDeps } from './deps.ts';
+import { listExperienceCandidates, prepareContext, reviewExperience, reviewInput } from './experience.ts';
+import { commitHandoff, continueHandoff } from './handoffs.ts';
+import { continuityMetrics } from './metrics.ts';
+import { readReport, readWorkstreamReport } from './report.ts';
+import { captureSource, retractSource, type CaptureSourceInput } from './sources.ts';
+
+export type Access = 'read' | 'write';
+
+export interface Operation<S extends z.ZodType = z.ZodType> {
+  /** The spec's operationId, also the MCP tool name where it is a tool. */
+  readonly operationId: string;
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly summary: string;
+  readonly access: Access;
+  /** Idempotent: the same input again changes nothing more (retries are safe). */
+  readonly idempotent: boolean;
+  /** The input, without project_id: a surface takes the project from its authentication. */
+  readonly input: S;
+  /** Run with the caller's validated input (its own object, as sent). */
+  run(deps: AppDeps, project_id: string, input: z.input<S>): Promise<unknown>;
+}
+
+function operation<S extends z.ZodType>(definition: Operation<S>): Operation {
+  return definition;
+}
+
+const where = { scope_id: scopeIdSchema, source_id: sourceIdSchema };
+const digest = z.string().regex(digestPattern, 'a digest is sha256:<64 hex>');
+const revision = z.coerce.number().int().min(0);
+
+export const operations: readonly Operation[] = [
+  operation({
+    operationId: 'capture_source',
+    method: 'POST',
+    path: '/v1/work/sources/capture',
+    summary: 'Capture a source into a workstream; the same content again returns the same receipt.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject({
+      ...where,
+      kind: z.string().optional(),
+      content: jsonValueSchema,
+      metadata: jsonObjectSchema.optional(),
+    }),
+    run: (deps, project_id, input) => captureSource(deps, { ...input, project_id } as CaptureSourceInput),
+  }),
+  operation({
+    operationId: 'retract_source',
+    method: 'POST',
+    path: '/v1/work/sources/retract',
+    summary: 'Purge a source that must not be kept; its tombstone keeps its place and identity.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject({ ...where, reason: z.string() }),
+    run: (deps, project_id, input) => retractSource(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'create_work_contract',
+    method: 'POST',
+    path: '/v1/work/contracts/create',
+    summary: 'Validate exact evidence and store a Work Contract source.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject({ ...where, ...workContractFields }),
+    run: (deps, project_id, input) => createWorkContract(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'handoff_current_work',
+    method: 'POST',
+    path: '/v1/work/handoffs/prepare-current',
+    summary: 'Store a boundary source and deterministically finalize a Prepared Handoff (not committed).',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject({ ...where, ...boundaryFields }),
+    run: (deps, project_id, input) => handoffCurrentWork(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'commit_handoff',
+    method: 'POST',
+    path: '/v1/work/handoffs/commit',
+    summary: 'Publish a Prepared Handoff as the next immutable revision if the head is still expected_head.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject({
+      scope_id: scopeIdSchema,
+      prepared: z.union([digest, jsonObjectSchema]),
+      expected_head: z.number().int().min(0),
+    }),
+    run: (deps, project_id, input) =>
+      commitHandoff(deps, { ...input, project_id } as Parameters<typeof commitHandoff>[1]),
+  }),
+  operation({
+    operationId: 'continue_handoff',
+    method: 'POST',
+    path: '/v1/work/handoffs/continue',
+    summary: 'Resolve latest, a prepared digest or an exact revision and check every citation again.',
+    access: 'read',
+    idempotent: true,
+    input: z.strictObject({ scope_id: scopeIdSchema, selection: selectionSchema }),
+    run: (deps, project_id, input) => continueHandoff(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'acknowledge_handoff',
+    method: 'POST',
+    path: '/v1/work/handoffs/acknowledge',
+    summary: 'Continue an exact selection, check evidence and store a Receipt source.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject({ ...where, ...acknowledgeFields }),
+    run: (deps, project_id, input) => acknowledgeHandoff(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'record_task_outcome',
+    method: 'POST',
+    path: '/v1/work/outcomes/record',
+    summary: 'Store a completion-aware Task Outcome source.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject({ ...where, ...outcomeFields }),
+    run: (deps, project_id, input) => recordTaskOutcome(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'get_report',
+    method: 'GET',
+    path: '/v1/work/report',
+    summary: 'The Handoff Report of the project or one workstream, as JSON or human Markdown.',
+    access: 'read',
+    idempotent: true,
+    input: z.strictObject({
+      scope_id: scopeIdSchema.optional(),
+      through: revision.optional(),
+      format: z.enum(['json', 'markdown']).default('json'),
+    }),
+    run: async (deps, project_id, input) => {
+      const markdown = input.format === 'markdown';
+      if (input.scope_id === undefined) {
+        const report = await readReport(deps, { project_id });
+        return markdown ? { markdown: reportMarkdown(report) } : report;
+      }
+      const report = await readWorkstreamReport(deps, {
+        project_id,
+        scope_id: input.scope_id,
+        through: input.through === undefined ? undefined : Number(input.through),
+      });
+      return markdown ? { markdown: workstreamMarkdown(report) } : report;
+    },
+  }),
+  operation({
+    operationId: 'get_work_continuity',
+    method: 'GET',
+    path: '/v1/work/continuity',
+    summary: `The WorkContinuity projection of a workstream (${workKinds.join(', ')}).`,
+    access: 'read',
+    idempotent: true,
+    input: z.strictObject({ scope_id: scopeIdSchema, through: revision.optional() }),
+    run: (deps, project_id, input) =>
+      readContinuity(deps, {
+        project_id,
+        scope_id: input.scope_id,
+        through: input.through === undefined ? undefined : Number(input.through),
+      }),
+  }),
+  operation({
+    operationId: 'list_experience_candidates',
+    method: 'GET',
+    path: '/v1/work/experience/candidates',
+    summary: 'Experience candidates drafted from Task Outcomes, with their review state.',
+    access: 'read',
+    idempotent: true,
+    input: z.strictObject({ scope_id: scopeIdSchema.optional() }),
+    run: (deps, project_id, input) => listExperienceCandidates(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'review_experience',
+    method: 'POST',
+    path: '/v1/work/experience/review',
+    summary: 'Approve or reject one experience candidate, once, with a note.',
+    access: 'write',
+    idempotent: true,
+    input: reviewInput.omit({ project_id: true }),
+    run: (deps, project_id, input) => reviewExperience(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'prepare_context',
+    method: 'POST',
+    path: '/v1/work/context/prepare',
+    summary:
+      'The current committed handoff, the active work contract and approved experience, with trust labels.',
+    access: 'read',
+    idempotent: true,
+    input: z.strictObject({ scope_id: scopeIdSchema.optional() }),
+    run: (deps, project_id, input) => prepareContext(deps, { ...input, project_id }),
+  }),
+  operation({
+    operationId: 'get_metrics',
+    method: 'GET',
+    path: '/v1/work/metrics',
+    summary: 'Continuity metrics of the project with the counts behind each rate.',
+    access: 'read',
+    idempotent: true,
+    input: z.strictObject({}),
+    run: (deps, project_id) => continuityMetrics(deps, { project_id }),
+  }),
+];
+
+export function findOperation(operationId: string): Operation | undefined {
+  return operations.find((candidate) => candidate.operationId === operationId);
+}
