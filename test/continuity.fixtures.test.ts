@@ -19,7 +19,7 @@ const schemas = [
   'baton.experience-review/v1',
 ];
 
-describe('frozen v1 work records stay readable', () => {
+describe('Acceptance: Compatibility — frozen v1 work records stay readable', () => {
   for (const schema of schemas) {
     for (const file of readdirSync(join(fixtures, schema))) {
       it(`${schema}/${file}`, () => {

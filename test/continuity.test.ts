@@ -15,12 +15,12 @@ import type { AppDeps } from '../src/app/deps.ts';
 import { listExperienceCandidates, prepareContext, reviewExperience } from '../src/app/experience.ts';
 import { commitHandoff, continueHandoff } from '../src/app/handoffs.ts';
 import { continuityMetrics } from '../src/app/metrics.ts';
-import { readWorkstreamReport } from '../src/app/report.ts';
+import { readReport, readWorkstreamReport } from '../src/app/report.ts';
 import { captureSource, retractSource } from '../src/app/sources.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { projectContinuity } from '../src/core/continuity/projection.ts';
 import { workstreamMarkdown } from '../src/core/handoff/report.ts';
-import type { Entry } from '../src/core/ledger/entry.ts';
+import { entryBody, ledgerLimits, type Entry } from '../src/core/ledger/entry.ts';
 import type { SourceRef } from '../src/core/ledger/source.ts';
 import { collect, expectBatonError } from '../src/store/conformance/store.conformance.ts';
 import { backends, type OpenedStore } from './helpers/stores.ts';
@@ -527,18 +527,41 @@ for (const backend of backends) {
       });
 
       it('counts an invalid work record and leaves it out of history', async () => {
-        await captureSource(deps, {
-          ...at,
+        // Written around the operations (as an import could): it declares a work kind but fails its schema.
+        await deps.store.captureSource(at, {
           source_id: 'bad-outcome',
-          kind: 'task-outcome',
           content: { schema: 'baton.task-outcome/v1', status: 'great' },
+          metadata: { kind: 'task-outcome' },
+        });
+        await deps.store.captureSource(at, {
+          source_id: 'odd-schema',
+          content: { schema: 'constructor' },
+          metadata: { kind: 'handoff-receipt' },
+        });
+        await deps.store.captureSource(at, {
+          source_id: 'forged-receipt',
+          content: {
+            schema: 'baton.handoff-receipt/v1',
+            target: { kind: 'exact', revision: 1, digest: log.digest },
+            status: 'accepted',
+            evidence: 'unavailable',
+            receiver_checks: {
+              live_workspace: 'not_confirmed',
+              capability: 'confirmed',
+              authorization: 'confirmed',
+            },
+          },
+          metadata: { kind: 'handoff-receipt' },
         });
         await captureSource(deps, { ...at, source_id: 'note', kind: 'note', content: { any: 'thing' } });
         await recordTaskOutcome(deps, outcome('good'));
         const continuity = await readContinuity(deps, at);
-        expect(continuity.invalid_record_count).toBe(1);
+        expect(continuity.invalid_record_count).toBe(3);
         expect(continuity.counts['task-outcome']).toBe(1);
         expect(continuity.timeline.map((e) => e.source_ref.source_id)).toEqual(['good']);
+        // One malformed source never breaks the project's views.
+        expect((await readReport(deps, { project_id })).workstreams).toHaveLength(1);
+        expect((await continuityMetrics(deps, { project_id })).counts.receipts).toBe(0);
       });
 
       it('Acceptance: Persistence — work records reuse the Source journal; revisions stay immutable', async () => {
@@ -560,6 +583,140 @@ for (const backend of backends) {
           'precondition_failed',
         );
         expect((await deps.store.getRevision(at, 1)).revision).toBe(1);
+      });
+    });
+
+    describe('review findings', () => {
+      it('refuses capture_source for the kinds only their operations write', async () => {
+        for (const kind of [
+          'work-contract',
+          'handoff-boundary',
+          'handoff-receipt',
+          'task-outcome',
+          'experience-review',
+        ]) {
+          await expectBatonError(
+            captureSource(deps, { ...at, source_id: `x-${kind}`, kind, content: {} }),
+            'invalid_input',
+          );
+          await expectBatonError(
+            captureSource(deps, { ...at, source_id: `y-${kind}`, content: {}, metadata: { kind } }),
+            'invalid_input',
+          );
+        }
+        await expectBatonError(captureSource(deps, null as never), 'invalid_input');
+        expect((await deps.store.getStream({ ...at, kind: 'scope' })).head).toBe(1);
+      });
+
+      it('keeps a view frozen earlier as it was, journal included', async () => {
+        await send('b-1');
+        const frozen = await readWorkstreamReport(deps, at);
+        await send('b-2');
+        await accept('r-2', 2);
+        const again = await readWorkstreamReport(deps, {
+          ...at,
+          through: frozen.selection.revision,
+          position: frozen.selection.position,
+        });
+        expect(again.continuity).toEqual(frozen.continuity);
+        expect(JSON.stringify(again)).not.toContain('r-2');
+        await expectBatonError(readWorkstreamReport(deps, { ...at, position: 999 }), 'invalid_input');
+      });
+
+      it('checks the finalized handoff, size included, before storing the boundary', async () => {
+        // A boundary just under the entry limit whose Prepared Handoff, citing it 65 more times, is over it.
+        const long = (await captureSource(deps, { ...at, source_id: 'l'.repeat(250), content: 'x' }))
+          .source_ref;
+        const current_state = Array.from({ length: 64 }, () => ({
+          text: 'x'.repeat(3000),
+          basis: 'verified' as const,
+          evidence: Array<SourceRef>(32).fill(long),
+        }));
+        const input = { ...boundary('huge'), current_state, omissions: [] as string[] };
+        const record = (omissions: string[]) => ({
+          schema: 'baton.handoff-boundary/v1',
+          objective: input.objective,
+          current_state,
+          disposition: 'continue',
+          next_action: { ...input.next_action, evidence: [] },
+          omissions,
+          attribution: input.attribution,
+        });
+        const size = (omissions: string[]) =>
+          Buffer.byteLength(entryBody(record(omissions) as never, { kind: 'handoff-boundary' }));
+        while (size([...input.omissions, 'x'.repeat(4000)]) < ledgerLimits.entryBytes - 2000) {
+          input.omissions.push('x'.repeat(4000));
+        }
+        input.omissions.push('x'.repeat(ledgerLimits.entryBytes - 2000 - size([...input.omissions, ''])));
+        expect(size(input.omissions)).toBeLessThanOrEqual(ledgerLimits.entryBytes);
+        const error = await expectBatonError(handoffCurrentWork(deps, input), 'payload_too_large');
+        expect(error.message).toContain('prepared handoff');
+        expect((await deps.store.getStream({ ...at, kind: 'scope' })).head).toBe(2);
+      });
+
+      it('gives two long outcome ids that share a prefix their own reviews', async () => {
+        const a = await recordTaskOutcome(deps, outcome(`${'o'.repeat(240)}-a`));
+        const b = await recordTaskOutcome(deps, outcome(`${'o'.repeat(240)}-b`));
+        await reviewExperience(deps, {
+          ...at,
+          candidate: a.receipt.source_ref,
+          decision: 'approved',
+          note: 'a',
+        });
+        await reviewExperience(deps, {
+          ...at,
+          candidate: b.receipt.source_ref,
+          decision: 'rejected',
+          note: 'b',
+        });
+        const statuses = (await listExperienceCandidates(deps, at)).map((c) => c.status);
+        expect(statuses).toEqual(['approved', 'rejected']);
+      });
+
+      it('Acceptance: Exact preflight (operations) — Continue resolves latest to an exact revision the receipt binds to', async () => {
+        await send('b-1');
+        const preflight = await continueHandoff(deps, { ...at, selection: 'latest' });
+        expect(preflight.selection).toMatchObject({ kind: 'exact', revision: 1 });
+        await send('b-2');
+        // The receiver inspected revision 1: the receipt binds to exactly that, never to 2.
+        const receipt = await acknowledgeHandoff(deps, {
+          ...at,
+          source_id: 'r',
+          target: { exact: preflight.selection.kind === 'exact' ? preflight.selection.revision : 0 },
+          status: 'accepted',
+          receiver_checks: confirmed,
+        });
+        expect(receipt.record.target).toEqual(preflight.selection);
+      });
+
+      it('Acceptance: Three choices — accepted needs readable evidence and all three checks; the other two need a reason', async () => {
+        await send('b-1');
+        const base = { ...at, target: { exact: 1 }, receiver_checks: confirmed };
+        for (const status of ['needs_clarification', 'declined']) {
+          await expectBatonError(
+            acknowledgeHandoff(deps, { ...base, source_id: `r-${status}`, status }),
+            'invalid_input',
+          );
+        }
+        for (const check of ['live_workspace', 'capability', 'authorization']) {
+          await expectBatonError(
+            acknowledgeHandoff(deps, {
+              ...base,
+              source_id: 'r-a',
+              status: 'accepted',
+              receiver_checks: { ...confirmed, [check]: 'not_confirmed' },
+            }),
+            'invalid_input',
+          );
+        }
+        const choices = [];
+        for (const status of ['accepted', 'needs_clarification', 'declined']) {
+          choices.push(
+            (await acknowledgeHandoff(deps, { ...base, source_id: `ok-${status}`, status, reason: 'why' }))
+              .record.status,
+          );
+        }
+        expect(choices).toEqual(['accepted', 'needs_clarification', 'declined']);
       });
     });
 

@@ -301,7 +301,19 @@ for (const backend of backends) {
           base_revision: 0,
           ...handoff(1, [wrong]),
         };
-        await commitHandoff(deps, { ...at, prepared: body, expected_head: 0 });
+        // A transported body is checked like a prepared one: unreadable evidence is refused.
+        await expectBatonError(
+          commitHandoff(deps, { ...at, prepared: body, expected_head: 0 }),
+          'invalid_input',
+          {
+            issues: [
+              { path: 'statements.1.citations.0', message: 'citation unavailable: digest_mismatch' },
+              { path: 'next_action.citations.0', message: 'citation unavailable: digest_mismatch' },
+            ],
+          },
+        );
+        // A revision written by an older Baton, or imported, can still cite a wrong digest.
+        await deps.store.commitRevision(at, 0, body);
         const resolved = await continueHandoff(deps, { ...at, selection: { exact: 1 } });
         expect(resolved.evidence_checks[0]).toMatchObject({
           status: 'unavailable',
@@ -318,10 +330,10 @@ for (const backend of backends) {
     });
 
     describe('report', () => {
-      it('freezes the selection, counts revisions through it and lists the latest 20, latest first', async () => {
+      it('Acceptance: Revision history — the report counts revisions through its frozen selection and lists the latest 20, latest first', async () => {
         for (let n = 1; n <= 23; n += 1) await publish(n);
         const report = await readWorkstreamReport(deps, at);
-        expect(report.selection).toEqual({ revision: 23 });
+        expect(report.selection).toEqual({ revision: 23, position: 1 });
         expect(report.revision_count).toBe(23);
         expect(report.current?.revision).toBe(23);
         expect(report.revisions.map((r) => r.revision)).toEqual(Array.from({ length: 20 }, (_, n) => 23 - n));
@@ -349,7 +361,7 @@ for (const backend of backends) {
         });
         const report = await readWorkstreamReport({ ...deps, store: racing }, at);
         expect(await deps.store.revisionHead(at)).toBe(2);
-        expect(report.selection).toEqual({ revision: 1 });
+        expect(report.selection).toMatchObject({ revision: 1 });
         expect(report.revision_count).toBe(1);
         expect(report.revisions.map((r) => r.revision)).toEqual([1]);
         expect(report.continuity.current?.revision).toBe(1);

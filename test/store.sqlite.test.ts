@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeStore } from '../src/store/conformance/store.conformance.ts';
+import { DatabaseSync } from 'node:sqlite';
+import { describe, expect, it } from 'vitest';
+import { describeStore, expectBatonError } from '../src/store/conformance/store.conformance.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 
@@ -21,5 +23,31 @@ describeStore('sqlite', () => {
       for (const store of opened) await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
+  });
+});
+
+describe('SQLite under a held write lock', () => {
+  it('answers unavailable, not a raw error, when the lock outlasts the busy timeout', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-lock-'));
+    const path = join(dir, 'baton.db');
+    const store = await openSqliteStore({ path, busyTimeoutMs: 100 });
+    await store.createProject('acme');
+    const other = new DatabaseSync(path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      await expectBatonError(
+        store.captureSource({ project_id: 'acme', scope_id: 's' }, { source_id: 'x', content: 1 }),
+        'unavailable',
+      );
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(
+      (await store.captureSource({ project_id: 'acme', scope_id: 's' }, { source_id: 'x', content: 1 }))
+        .position,
+    ).toBe(1);
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });

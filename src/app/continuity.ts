@@ -5,7 +5,7 @@
  * Nothing here grants tool, network, credential or write authority.
  */
 import { z } from 'zod';
-import { BatonError, isBatonError } from '../core/errors.ts';
+import { BatonError } from '../core/errors.ts';
 import { locateEvidence } from '../core/continuity/claims.ts';
 import { projectContinuity, type WorkContinuity } from '../core/continuity/projection.ts';
 import {
@@ -23,13 +23,16 @@ import {
   type WorkContract,
   type WorkKind,
 } from '../core/continuity/records.ts';
-import { parseHandoffContent } from '../core/handoff/prepared.ts';
+import { parseHandoffContent, preparedBody } from '../core/handoff/prepared.ts';
+import { sealEntry, sealPrepared } from '../core/ledger/entry.ts';
 import type { HandoffResolution } from '../core/handoff/resolution.ts';
 import type { JsonObject } from '../core/json.ts';
 import { sourceIdSchema } from '../core/ledger/names.ts';
 import type { SourceReceipt, SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
+import { freezeSelection, type Selection } from './selection.ts';
+import type { Entry } from '../core/ledger/entry.ts';
 import { requireReadableEvidence } from './evidence.ts';
 import { continueHandoff, prepareHandoff, type PreparedResult } from './handoffs.ts';
 
@@ -105,8 +108,17 @@ export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise
     omissions: boundary.omissions,
     ...(boundary.blocked ? { blocked: boundary.blocked } : {}),
   });
-  // Every rule of the handoff is checked before the boundary is stored.
-  parseHandoffContent(handoff([]));
+  // Every rule of the finalized handoff, its size included, is checked before the boundary
+  // is stored: the boundary's ref is known before it is written.
+  const sealed = sealEntry({
+    type: 'source',
+    source_id: at.source_id,
+    content: boundary,
+    metadata: { kind: 'handoff-boundary' },
+  });
+  const boundaryRef: SourceRef = { scope_id: at.scope_id, source_id: at.source_id, digest: sealed.digest };
+  const head = await deps.store.revisionHead({ project_id: at.project_id, scope_id: at.scope_id });
+  sealPrepared(preparedBody(at.scope_id, head, parseHandoffContent(handoff([boundaryRef]))));
   await requireReadableEvidence(
     deps,
     at.project_id,
@@ -244,32 +256,39 @@ export async function recordTaskOutcome(
   return { receipt, record, trust };
 }
 
-/** The WorkContinuity of a scope, for its current exact revision (or an earlier frozen one). */
+/**
+ * The WorkContinuity of a scope, for its current exact revision, or read through an earlier
+ * frozen selection (its revision and journal position).
+ */
 export async function readContinuity(
   deps: AppDeps,
-  input: { project_id: string; scope_id: string; through?: number },
+  input: { project_id: string; scope_id: string; through?: number; position?: number },
+  frozen?: Selection,
 ): Promise<WorkContinuity> {
   const scope = { project_id: input.project_id, scope_id: input.scope_id };
-  const head = await deps.store.revisionHead(scope);
-  const through = input.through ?? head;
-  if (!Number.isSafeInteger(through) || through < 0 || through > head) {
-    throw new BatonError('invalid_input', `through is a revision from 0 to the head (${head})`, {
-      through,
-      head,
-    });
-  }
+  const selection =
+    frozen ?? (await freezeSelection(deps, scope, { revision: input.through, position: input.position }));
   const current =
-    through === 0
+    selection.revision === 0
       ? null
-      : { revision: through, digest: (await deps.store.getRevision(scope, through)).prepared_digest };
-  const entries = [];
-  try {
-    for await (const entry of deps.store.readStream({ ...scope, kind: 'scope' }, { kinds: [...workKinds] })) {
-      entries.push(entry);
-    }
-  } catch (error) {
-    // The project exists (revisionHead said so): a scope with no stream yet has no records.
-    if (!isBatonError(error, 'not_found')) throw error;
-  }
+      : {
+          revision: selection.revision,
+          digest: (await deps.store.getRevision(scope, selection.revision)).prepared_digest,
+        };
+  const entries =
+    selection.position === 0
+      ? []
+      : await collectEntries(
+          deps.store.readStream(
+            { ...scope, kind: 'scope' },
+            { to: selection.position, kinds: [...workKinds] },
+          ),
+        );
   return projectContinuity(scope.scope_id, entries, current);
+}
+
+async function collectEntries(entries: AsyncIterable<Entry>): Promise<Entry[]> {
+  const all: Entry[] = [];
+  for await (const entry of entries) all.push(entry);
+  return all;
 }

@@ -22,7 +22,7 @@ import {
 } from '../core/handoff/resolution.ts';
 import type { ScopeKey } from '../core/ledger/names.ts';
 import { checkExpectedHead, type Revision } from '../core/ledger/revision.ts';
-import { parseRecord } from '../core/records.ts';
+import { parseRecord, requireObject } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
 import { requireReadableEvidence } from './evidence.ts';
 
@@ -48,6 +48,7 @@ export async function prepareHandoff(
   deps: AppDeps,
   input: ScopeInput & Record<string, unknown>,
 ): Promise<PreparedResult> {
+  requireObject(input, 'handoff');
   const { project_id, scope_id, ...content } = input;
   const parsed = parseHandoffContent(content);
   const scope = scopeOf({ project_id, scope_id });
@@ -87,6 +88,8 @@ async function loadPrepared(
     ...(blocked ? { blocked } : {}),
   });
   preparedBody(handoff.scope_id, handoff.base_revision, content);
+  // Its evidence is validated now, as it would have been when prepared here.
+  await requireReadableEvidence(deps, project_id, handoff.scope_id, citationsOf(handoff), 'prepared handoff');
   return { handoff, body: prepared as JsonObject };
 }
 
@@ -95,6 +98,7 @@ async function loadPrepared(
  * was prepared on. A retry after an unconfirmed commit returns the revision it produced.
  */
 export async function commitHandoff(deps: AppDeps, input: CommitHandoffInput): Promise<Revision> {
+  requireObject(input, 'commit');
   const scope = scopeOf(input);
   const expected = checkExpectedHead(input.expected_head);
   const { handoff, body } = await loadPrepared(deps, scope.project_id, input.prepared);
@@ -127,6 +131,7 @@ export async function continueHandoff(
   deps: AppDeps,
   input: ContinueHandoffInput,
 ): Promise<HandoffResolution> {
+  requireObject(input, 'continue');
   const scope = scopeOf(input);
   const selection = parseRecord(selectionSchema, input.selection, 'selection');
   const current_head = await deps.store.revisionHead(scope);

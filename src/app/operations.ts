@@ -152,6 +152,7 @@ export const operations: readonly Operation[] = [
     input: z.strictObject({
       scope_id: scopeIdSchema.optional(),
       through: revision.optional(),
+      position: revision.optional(),
       format: z.enum(['json', 'markdown']).default('json'),
     }),
     run: async (deps, project_id, input) => {
@@ -164,6 +165,7 @@ export const operations: readonly Operation[] = [
         project_id,
         scope_id: input.scope_id,
         through: input.through === undefined ? undefined : Number(input.through),
+        position: input.position === undefined ? undefined : Number(input.position),
       });
       return markdown ? { markdown: workstreamMarkdown(report) } : report;
     },
@@ -175,12 +177,17 @@ export const operations: readonly Operation[] = [
     summary: `The WorkContinuity projection of a workstream (${workKinds.join(', ')}).`,
     access: 'read',
     idempotent: true,
-    input: z.strictObject({ scope_id: scopeIdSchema, through: revision.optional() }),
+    input: z.strictObject({
+      scope_id: scopeIdSchema,
+      through: revision.optional(),
+      position: revision.optional(),
+    }),
     run: (deps, project_id, input) =>
       readContinuity(deps, {
         project_id,
         scope_id: input.scope_id,
         through: input.through === undefined ? undefined : Number(input.through),
+        position: input.position === undefined ? undefined : Number(input.position),
       }),
   }),
   operation({

@@ -1,5 +1,4 @@
 /** read_report: the Handoff Report of a project or one workstream, frozen at the head it read. */
-import { BatonError } from '../core/errors.ts';
 import { parsePreparedHandoff } from '../core/handoff/prepared.ts';
 import {
   reportRevisionLimit,
@@ -9,6 +8,7 @@ import {
 } from '../core/handoff/report.ts';
 import type { ScopeKey } from '../core/ledger/names.ts';
 import { readContinuity } from './continuity.ts';
+import { freezeSelection } from './selection.ts';
 import type { AppDeps } from './deps.ts';
 
 export interface WorkstreamReportInput {
@@ -16,6 +16,8 @@ export interface WorkstreamReportInput {
   readonly scope_id: string;
   /** Read through this revision instead of the head: a view frozen earlier stays as it was. */
   readonly through?: number;
+  /** Read the journal through this position, with through: the rest of an earlier frozen selection. */
+  readonly position?: number;
 }
 
 export async function readWorkstreamReport(
@@ -23,23 +25,14 @@ export async function readWorkstreamReport(
   input: WorkstreamReportInput,
 ): Promise<WorkstreamReport> {
   const scope: ScopeKey = { project_id: input.project_id, scope_id: input.scope_id };
-  // Freeze first: every later read is bounded by this head, so a concurrent commit cannot leak in.
-  const head = await deps.store.revisionHead(scope);
-  let through = head;
-  if (input.through !== undefined) {
-    if (!Number.isSafeInteger(input.through) || input.through < 0 || input.through > head) {
-      throw new BatonError('invalid_input', `through is a revision from 0 to the head (${head})`, {
-        through: input.through,
-        head,
-      });
-    }
-    through = input.through;
-  }
-  const continuity = await readContinuity(deps, { ...scope, through });
+  // Freeze first: every later read is bounded by the selection, so nothing newer leaks in.
+  const selection = await freezeSelection(deps, scope, { revision: input.through, position: input.position });
+  const through = selection.revision;
+  const continuity = await readContinuity(deps, scope, selection);
   if (through === 0) {
     return {
       scope_id: scope.scope_id,
-      selection: { revision: 0 },
+      selection,
       revision_count: 0,
       current: null,
       revisions: [],
@@ -56,7 +49,7 @@ export async function readWorkstreamReport(
   const latest = revisions[0]!;
   return {
     scope_id: scope.scope_id,
-    selection: { revision: through },
+    selection,
     revision_count: through,
     current: {
       revision: latest.revision,
@@ -86,7 +79,10 @@ export async function readReport(deps: AppDeps, input: ReportInput): Promise<Han
       await readWorkstreamReport(deps, {
         project_id: input.project_id,
         scope_id: info.stream.scope_id,
-        through: input.through?.[info.stream.scope_id],
+        through:
+          input.through && Object.hasOwn(input.through, info.stream.scope_id)
+            ? input.through[info.stream.scope_id]
+            : undefined,
       }),
     );
   }

@@ -3,7 +3,10 @@ import { z } from 'zod';
 import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import type { SourceReceipt } from '../core/ledger/source.ts';
-import { parseRecord } from '../core/records.ts';
+import { parseRecord, requireObject } from '../core/records.ts';
+import { BatonError } from '../core/errors.ts';
+import { jsonObjectSchema } from '../core/json.ts';
+import { reservedKinds } from '../core/continuity/records.ts';
 import type { AppDeps } from './deps.ts';
 
 export interface CaptureSourceInput {
@@ -22,8 +25,18 @@ const kindSchema = z
 
 /** Capture a source; the same content again returns the identical receipt, other content conflicts. */
 export async function captureSource(deps: AppDeps, input: CaptureSourceInput): Promise<SourceReceipt> {
+  requireObject(input, 'capture');
   const kind = input.kind === undefined ? undefined : parseRecord(kindSchema, input.kind, 'kind');
+  if (input.metadata !== undefined) parseRecord(jsonObjectSchema, input.metadata, 'metadata');
   const metadata: JsonObject = kind === undefined ? (input.metadata ?? {}) : { ...input.metadata, kind };
+  const declared = metadata.kind;
+  if (typeof declared === 'string' && reservedKinds.includes(declared)) {
+    throw new BatonError(
+      'invalid_input',
+      `capture is invalid at kind: ${declared} records are written only by their own operation, which checks them`,
+      { issues: [{ path: 'kind', message: `reserved kind ${declared}` }] },
+    );
+  }
   return deps.store.captureSource(
     { project_id: input.project_id, scope_id: input.scope_id },
     { source_id: input.source_id, content: input.content, metadata },
@@ -39,6 +52,7 @@ export interface RetractSourceInput {
 
 /** Purge content that must not be kept; the tombstone keeps its place and identity. */
 export async function retractSource(deps: AppDeps, input: RetractSourceInput): Promise<Entry> {
+  requireObject(input, 'retraction');
   return deps.store.retractSource(
     { project_id: input.project_id, scope_id: input.scope_id },
     input.source_id,

@@ -31,6 +31,15 @@ export function schemaIssues(error: z.ZodError): SchemaIssue[] {
   }));
 }
 
+/** Refuse input that is not a JSON object before reading any field of it. */
+export function requireObject(input: unknown, what: string): asserts input is Record<string, unknown> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new BatonError('invalid_input', `${what} is invalid: expected a JSON object`, {
+      issues: [{ path: '', message: 'expected a JSON object' }],
+    });
+  }
+}
+
 /** Parse a value with a schema, or throw invalid_input naming every issue. */
 export function parseRecord<T extends z.ZodType>(schema: T, value: unknown, what: string): z.output<T> {
   const result = schema.safeParse(value);

@@ -3,10 +3,10 @@
  * paged reads and checks on imported entries. Backends keep only their SQL and transactions.
  */
 import { z } from 'zod';
-import { canonicalJson, isDigest, sha256Digest, type Digest } from '../core/canonical.ts';
+import { isDigest, type Digest } from '../core/canonical.ts';
 import { BatonError } from '../core/errors.ts';
-import { jsonObjectSchema } from '../core/json.ts';
-import { bodyMatches, entryBody, kindOf, ledgerLimits, openBody, type Entry } from '../core/ledger/entry.ts';
+import { bodyMatches, entryBody, kindOf, openBody, type Entry } from '../core/ledger/entry.ts';
+export { sealPrepared, type PreparedText } from '../core/ledger/entry.ts';
 import {
   describeStream,
   projectIdSchema,
@@ -144,31 +144,6 @@ export function rowToToken(row: TokenRow): TokenRecord {
 export function checkDigest(digest: unknown): Digest {
   if (!isDigest(digest)) throw new BatonError('invalid_input', 'a digest is sha256:<64 lower-case hex>');
   return digest;
-}
-
-/** A Prepared Handoff body as stored: its canonical text and the digest that names it. */
-export interface PreparedText {
-  readonly text: string;
-  readonly digest: Digest;
-}
-
-/** Validate, canonicalise and digest a Prepared Handoff body before any transaction opens. */
-export function sealPrepared(body: unknown): PreparedText {
-  parseRecord(jsonObjectSchema, body, 'prepared handoff body');
-  // Canonicalise the caller's own object: zod's copy would drop a "__proto__" key.
-  const text = canonicalJson(body);
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > ledgerLimits.entryBytes) {
-    throw new BatonError(
-      'payload_too_large',
-      `prepared handoff is ${bytes} bytes; the limit is ${ledgerLimits.entryBytes}`,
-      {
-        bytes,
-        limit: ledgerLimits.entryBytes,
-      },
-    );
-  }
-  return { text, digest: sha256Digest(text) };
 }
 
 export function checkRevisionNumber(revision: unknown): number {

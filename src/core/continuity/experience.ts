@@ -4,6 +4,7 @@
  * outcome and review sources, rebuilt from the journal at any time.
  */
 import { z } from 'zod';
+import { sha256Digest } from '../canonical.ts';
 import { sourceRefSchema, type SourceRef } from '../ledger/source.ts';
 import { recordSchema } from '../records.ts';
 import { workText } from './claims.ts';
@@ -23,7 +24,7 @@ export type ExperienceReview = z.output<typeof reviewSchema>;
 
 /** The review of an outcome is stored under a source_id derived from it: one review per candidate. */
 export function reviewSourceId(candidate: SourceRef): string {
-  return `experience-review:${candidate.source_id}`.slice(0, 256);
+  return `experience-review:${sha256Digest(candidate.source_id).slice('sha256:'.length)}`;
 }
 
 export interface Candidate {

@@ -93,6 +93,20 @@ export const receiptSchema = recordSchema('baton.handoff-receipt/v1', {
   receiver_checks: receiverChecksSchema,
   reason: z.string().max(4000).optional(),
   receiver: z.string().max(200).optional(),
+}).superRefine((receipt, context) => {
+  // A receipt means what acknowledge_handoff allows, wherever it came from (an import, say).
+  if (receipt.status === 'accepted') {
+    const unconfirmed = Object.values(receipt.receiver_checks).some((value) => value !== 'confirmed');
+    if (unconfirmed || receipt.evidence === 'unavailable' || receipt.unavailable_citations.length > 0) {
+      context.addIssue({
+        code: 'custom',
+        path: ['status'],
+        message: 'accepted needs readable evidence and all three receiver checks confirmed',
+      });
+    }
+  } else if (!receipt.reason?.trim()) {
+    context.addIssue({ code: 'custom', path: ['reason'], message: `${receipt.status} needs a reason` });
+  }
 });
 
 // Task Outcome: what happened in one attempt.
@@ -150,6 +164,9 @@ const readers = {
   'task-outcome': { 'baton.task-outcome/v1': outcomeSchema },
 } as const;
 
+/** Kinds only their own operations may write: capture_source refuses them. */
+export const reservedKinds: readonly string[] = [...workKinds, 'experience-review'];
+
 export function isWorkKind(kind: unknown): kind is WorkKind {
   return typeof kind === 'string' && (workKinds as readonly string[]).includes(kind);
 }
@@ -158,7 +175,8 @@ export function isWorkKind(kind: unknown): kind is WorkKind {
 export function readWorkRecord(kind: WorkKind, content: unknown): WorkRecord | undefined {
   const schemaId = (content as { schema?: unknown } | null)?.schema;
   const versions = readers[kind] as Record<string, z.ZodType>;
-  const schema = typeof schemaId === 'string' ? versions[schemaId] : undefined;
+  const schema =
+    typeof schemaId === 'string' && Object.hasOwn(versions, schemaId) ? versions[schemaId] : undefined;
   if (!schema) return undefined;
   const parsed = schema.safeParse(content);
   return parsed.success ? ({ kind, record: parsed.data } as WorkRecord) : undefined;

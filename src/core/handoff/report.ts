@@ -23,8 +23,8 @@ export interface RevisionSummary {
 
 export interface WorkstreamReport {
   readonly scope_id: string;
-  /** The head this report was read through; a later revision never appears in it. */
-  readonly selection: { readonly revision: number };
+  /** The revision and journal position this report was read through; nothing later appears in it. */
+  readonly selection: { readonly revision: number; readonly position: number };
   readonly revision_count: number;
   readonly current: {
     readonly revision: number;

@@ -146,3 +146,28 @@ export function bodyMatches(body: string, digest: Digest): boolean {
  * newer Baton may have written them.
  */
 export const knownEntryTypes: ReadonlySet<string> = new Set(['source']);
+
+/** A Prepared Handoff body as stored: its canonical text and the digest that names it. */
+export interface PreparedText {
+  readonly text: string;
+  readonly digest: Digest;
+}
+
+/** Validate, canonicalise and digest a Prepared Handoff body before any transaction opens. */
+export function sealPrepared(body: unknown): PreparedText {
+  parseRecord(jsonObjectSchema, body, 'prepared handoff body');
+  // Canonicalise the caller's own object: zod's copy would drop a "__proto__" key.
+  const text = canonicalJson(body);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > ledgerLimits.entryBytes) {
+    throw new BatonError(
+      'payload_too_large',
+      `prepared handoff is ${bytes} bytes; the limit is ${ledgerLimits.entryBytes}`,
+      {
+        bytes,
+        limit: ledgerLimits.entryBytes,
+      },
+    );
+  }
+  return { text, digest: sha256Digest(text) };
+}

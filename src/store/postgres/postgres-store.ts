@@ -536,8 +536,9 @@ export class PostgresStore implements Store {
     return sourceReceipt(key.scope_id, source_id, result!.digest, result!.position);
   }
 
-  readStream(stream: StreamKey, range?: PositionRange): AsyncIterable<Entry> {
-    return this.#readPages(checkStream(stream), range, checkKinds(range?.kinds));
+  async *readStream(stream: StreamKey, range?: PositionRange): AsyncGenerator<Entry> {
+    // Like every method, a bad argument surfaces when the read is used, as SQLite's does.
+    yield* this.#readPages(checkStream(stream), range, checkKinds(range?.kinds));
   }
 
   async *#readPages(

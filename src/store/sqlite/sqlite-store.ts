@@ -343,12 +343,15 @@ export class SqliteStore implements Store {
     const kinds = checkKinds(range?.kinds);
     const row = this.#stream(key);
     const bounds = checkRange(key, row.head, range);
+    // With kinds, the (stream_id, kind, position) index is named: left to itself the planner walks
+    // every position of the stream for the ORDER BY, which is what the kind index avoids.
     const page = this.#sql(
-      `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND position BETWEEN ? AND ?` +
-        (kinds ? ' AND kind IN (SELECT value FROM json_each(?))' : '') +
-        ' ORDER BY position LIMIT ?',
+      kinds
+        ? `SELECT ${entryColumns} FROM entries INDEXED BY entries_kind WHERE stream_id = ? AND position BETWEEN ? AND ?` +
+            ` AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY position LIMIT ?`
+        : `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND position BETWEEN ? AND ? ORDER BY position LIMIT ?`,
     );
-    const only = kinds ? [JSON.stringify(kinds)] : [];
+    const only = kinds ?? [];
     yield* pagedRead(bounds, async (from, to, limit) =>
       (page.all(row.stream_id, from, to, ...only, limit) as unknown as EntryRow[]).map((entry) =>
         rowToEntry(key, entry),
