@@ -47,7 +47,7 @@ describe('Acceptance: Compatibility — frozen v1 work records stay readable', (
               source_id: 'fixture',
               digest: fixture.digest as `sha256:${string}`,
               recorded_at: '2026-12-02T16:00:00.000Z',
-              content: fixture.content as never,
+              content: fixture.content,
               metadata: { kind: fixture.kind },
               retracted: null,
             },
