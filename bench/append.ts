@@ -32,7 +32,8 @@ After an untimed warm-up, each synchronous mode (FULL, NORMAL) appends the rows 
 transaction and then ${batchSize} per transaction, each time through the Store (captureSource,
 append) and through raw inserts into fresh databases under ${tmpdir()}. The Store and the raw
 baseline take turns by tenths, so both see the same background load. Then the Store reads
-the batched stream back. Exits 1 when a Store/raw ratio misses its target.`;
+the batched stream back. Exits 1 when a Store/raw ratio at FULL, Baton's default, misses its
+target; NORMAL is printed for comparison (docs/sqlite-durability.md).`;
 
 type Mode = keyof typeof targets;
 
@@ -265,8 +266,10 @@ async function main(): Promise<number> {
   let failed = false;
   for (const { synchronous, mode, store, raw } of results) {
     const ratio = store / raw;
+    // The targets hold for Baton's configuration (FULL); NORMAL is measured for comparison.
+    const gated = synchronous === 'full';
     const pass = ratio >= targets[mode];
-    failed ||= !pass;
+    failed ||= gated && !pass;
     console.log(
       [
         synchronous.toUpperCase().padEnd(6),
@@ -275,7 +278,7 @@ async function main(): Promise<number> {
         Math.round(raw).toString().padStart(10),
         ratio.toFixed(2).padStart(6),
         `>=${targets[mode]}`.padStart(7),
-        pass ? ' PASS' : ' FAIL',
+        gated ? (pass ? ' PASS' : ' FAIL') : pass ? ' (info: met)' : ' (info: not met)',
       ].join(' '),
     );
   }
