@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { commands } from '../src/cli/run.ts';
+import { operations } from '../src/app/operations.ts';
+import { commands, run } from '../src/cli/run.ts';
 
 const main = join(import.meta.dirname, '../src/cli/main.ts');
 const exec = promisify(execFile);
@@ -15,7 +16,7 @@ async function baton(...args: string[]): Promise<{ code: number; stdout: string;
   try {
     const { stdout, stderr } = await exec(process.execPath, [main, ...args], {
       cwd: dir,
-      env: { ...process.env, BATON_DATABASE_URL: '' },
+      env: { ...process.env, BATON_DATABASE_URL: '', BATON_SERVER: '', BATON_TOKEN: '', BATON_SCOPE: '' },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -30,8 +31,8 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('baton CLI', () => {
-  it('start creates the SQLite ledger under .baton/ and says what to do next', async () => {
-    const result = await baton('start');
+  it('start --no-serve creates the SQLite ledger under .baton/ and says what to do next', async () => {
+    const result = await baton('start', '--no-serve');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Baton ledger ready on SQLite');
     expect(result.stdout).toContain('project default');
@@ -40,7 +41,7 @@ describe('baton CLI', () => {
   });
 
   it('captures idempotently and refuses changed content with exit 1 and the stored digest', async () => {
-    await baton('start');
+    await baton('start', '--no-serve');
     const first = await baton(
       'capture',
       '--scope',
@@ -51,6 +52,7 @@ describe('baton CLI', () => {
       'state',
       '--kind',
       'note',
+      '--json',
     );
     expect(first.code).toBe(0);
     const receipt = JSON.parse(first.stdout) as { position: number; digest: string };
@@ -65,16 +67,30 @@ describe('baton CLI', () => {
       'state',
       '--kind',
       'note',
+      '--json',
     );
     expect(again.stdout).toBe(first.stdout);
     const changed = await baton('capture', '--scope', 'w', '--source-id', 'n1', '--text', 'other');
+    expect(changed.code).toBe(1);
+    const human = await baton(
+      'capture',
+      '--scope',
+      'w',
+      '--source-id',
+      'n1',
+      '--text',
+      'state',
+      '--kind',
+      'note',
+    );
+    expect(human.stdout).toContain(`exact reference: n1@${receipt.digest}`);
     expect(changed.code).toBe(1);
     expect(changed.stderr).toContain('conflict');
     expect(changed.stderr).toContain(receipt.digest);
   });
 
   it('exports and imports a stream, warning about a torn last line', async () => {
-    await baton('start');
+    await baton('start', '--no-serve');
     await baton('capture', '--scope', 'w', '--source-id', 'a', '--text', 'one');
     await baton('capture', '--scope', 'w', '--source-id', 'b', '--text', 'two');
     const out = join(dir, 'w.jsonl');
@@ -108,12 +124,33 @@ describe('baton CLI', () => {
     expect(badDb.stderr).toContain('invalid_input');
   });
 
-  it('has --help for every command', async () => {
-    expect((await baton('--help')).stdout).toContain('Commands:');
+  it('has --help with an example for every command', async () => {
+    const overview = await baton('--help');
+    expect(overview.code).toBe(0);
+    for (const name of Object.keys(commands)) expect(overview.stdout).toContain(`  ${name} `);
+    expect((await baton('handoff', '--help')).code).toBe(0);
     for (const name of Object.keys(commands)) {
-      const result = await baton(...name.split(' '), '--help');
-      expect(result.code, name).toBe(0);
-      expect(result.stdout, name).toContain('Usage: baton');
+      const out: string[] = [];
+      const code = await run([...name.split(' '), '--help'], {
+        out: (text) => out.push(text),
+        err: () => {},
+        env: {},
+      });
+      expect(code, name).toBe(0);
+      expect(out.join(''), name).toContain(`Usage: baton ${name}`);
+      expect(out.join(''), name).toMatch(/Examples:\n {2}\S/);
+    }
+  });
+
+  it('reaches every registry operation through some command', () => {
+    const called = new Set(Object.values(commands).flatMap((command) => command.operations ?? []));
+    const named = (operationId: string) =>
+      Object.entries(commands).some(
+        ([name, command]) => name !== 'call' && (command.operations ?? []).includes(operationId),
+      );
+    for (const { operationId } of operations) {
+      expect(called.has(operationId), operationId).toBe(true);
+      expect(named(operationId), `${operationId} has a command of its own`).toBe(true);
     }
   });
 });

@@ -1,0 +1,238 @@
+/**
+ * Setting Baton up and running it: init, token create, start, serve and mcp. These work on the
+ * local database (tokens are created where they are stored), never through --server.
+ */
+import { createToken, type CreatedToken } from '../../app/auth.ts';
+import type { AppDeps } from '../../app/deps.ts';
+import { systemClock } from '../../core/clock.ts';
+import { parseStoreLocation } from '../../store/open.ts';
+import {
+  checkedProject,
+  common,
+  databaseHelp,
+  projectHelp,
+  projectOption,
+  text,
+  whole,
+  type Command,
+  type Options,
+} from '../command.ts';
+import type { Context } from '../context.ts';
+import { printStatus } from './ledger.ts';
+
+async function deps(context: Context): Promise<AppDeps> {
+  return { store: await context.store(), clock: systemClock };
+}
+
+function where(context: Context): string {
+  const location = parseStoreLocation(text(context.values, 'database') ?? context.io.env.BATON_DATABASE_URL);
+  return location.backend === 'sqlite' ? `SQLite ${location.path}` : 'PostgreSQL';
+}
+
+function tokenLines(token: CreatedToken): string {
+  return [
+    `Token for project ${token.project_id}${token.read_only ? ' (read-only)' : ''}, shown once: keep it now`,
+    `  ${token.token}`,
+    `  token id ${token.token_id}${token.label ? `, label ${JSON.stringify(token.label)}` : ''}`,
+    '',
+  ].join('\n');
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+function untilStopped(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+const listenOptions = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  quiet: { type: 'boolean' },
+} satisfies Options;
+const listenHelp = `  --host HOST           default 127.0.0.1; listening beyond loopback requires tokens
+  --port N              default 4680; 0 picks a free port
+  --quiet               no request log (the log never contains tokens)`;
+
+/** Serve the HTTP API until SIGINT or SIGTERM, then shut down gracefully. */
+async function serveUntilStopped(context: Context, announce: (url: string) => string): Promise<void> {
+  const { startServer } = await import('../../http/server.ts');
+  const host = text(context.values, 'host');
+  const port = whole(context.values, 'port');
+  const server = await startServer({
+    deps: await deps(context),
+    ...(host === undefined ? {} : { host }),
+    ...(port === undefined ? {} : { port }),
+    logger: context.values.quiet !== true,
+  });
+  context.io.out(announce(server.url));
+  const signal = await untilStopped();
+  context.io.err(`${signal}: stopping the server…\n`);
+  await server.close();
+  context.io.err('stopped.\n');
+}
+
+const init: Command = {
+  summary: 'create a project and a token for it; prints the token once',
+  usage: `baton init [--project ID] [--label TEXT] [--json]
+
+${projectHelp}
+  --label TEXT          a note on the token (default "baton init")
+${databaseHelp}`,
+  examples: ['baton init', 'baton init --project billing --json'],
+  options: { ...common, ...projectOption, label: { type: 'string' }, json: { type: 'boolean' } },
+  async run(context) {
+    const project_id = checkedProject(await context.project());
+    const app = await deps(context);
+    const project = await app.store.createProject(project_id);
+    const token = await createToken(app, {
+      project_id,
+      label: text(context.values, 'label') ?? 'baton init',
+    });
+    context.print({ project, token }, () =>
+      [
+        `Project ${project_id} ready in ${where(context)}.`,
+        tokenLines(token),
+        'Next:',
+        '  baton serve                                         # the HTTP API on 127.0.0.1',
+        `  baton report --server http://127.0.0.1:PORT --token ${token.token.slice(0, 12)}…`,
+        '',
+      ].join('\n'),
+    );
+  },
+};
+
+const tokenCreate: Command = {
+  summary: 'create a bearer token for a project; prints it once (only its hash is stored)',
+  usage: `baton token create [--project ID] [--read-only] [--label TEXT] [--json]
+
+${projectHelp}
+  --read-only           the token may read but not write
+  --label TEXT          a note on the token (not access control)
+${databaseHelp}`,
+  examples: ['baton token create --project default --read-only --label "report wall"'],
+  options: {
+    ...common,
+    ...projectOption,
+    'read-only': { type: 'boolean' },
+    label: { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  async run(context) {
+    const project_id = checkedProject(await context.project());
+    const token = await createToken(await deps(context), {
+      project_id,
+      read_only: context.values['read-only'] === true,
+      label: text(context.values, 'label') ?? '',
+    });
+    context.print(token, () => tokenLines(token));
+  },
+};
+
+const serve: Command = {
+  summary: 'run the HTTP API (and MCP over HTTP) until Ctrl-C',
+  usage: `baton serve [--host HOST] [--port N]
+
+${listenHelp}
+${databaseHelp}`,
+  examples: ['baton serve', 'baton serve --port 0'],
+  options: { ...common, ...listenOptions },
+  async run(context) {
+    await serveUntilStopped(
+      context,
+      (url) => `Baton serving on ${url} (${where(context)}); stop with Ctrl-C\n`,
+    );
+  },
+};
+
+const start: Command = {
+  summary: 'the newcomer path: create the project and a first token if needed, then serve',
+  usage: `baton start [--project ID] [--host HOST] [--port N] [--no-serve]
+
+  Creates the database and the project when missing, and a token when the project has no
+  live token yet (printed once), then runs the server like baton serve.
+  --no-serve            only open the ledger, show what it holds and what to do next
+${projectHelp}
+${listenHelp}
+${databaseHelp}`,
+  examples: ['npm start', 'baton start --port 0', 'baton start --no-serve'],
+  options: { ...common, ...projectOption, ...listenOptions, 'no-serve': { type: 'boolean' } },
+  async run(context) {
+    const project_id = checkedProject(await context.project());
+    const app = await deps(context);
+    await app.store.createProject(project_id);
+    if (context.values['no-serve'] === true) {
+      context.io.out(`Baton ledger ready on ${app.store.backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}.\n`);
+      await printStatus(app.store, context.io);
+      context.io.out(
+        [
+          '',
+          'Next:',
+          '  npm run baton -- capture --scope my-work --source-id first-note --text "Where the work stands"',
+          '  npm run baton -- read --scope my-work',
+          '  npm run baton -- ledger export --scope my-work --out my-work.jsonl',
+          '  npm run baton -- --help',
+          '',
+        ].join('\n'),
+      );
+      return;
+    }
+    const live = (await app.store.listTokens(project_id)).filter((token) => token.revoked_at === null);
+    const token =
+      live.length === 0 ? await createToken(app, { project_id, label: 'baton start' }) : undefined;
+    await serveUntilStopped(context, (url) =>
+      [
+        `Baton is running at ${url}`,
+        `  database ${where(context)}, project ${project_id}`,
+        token
+          ? tokenLines(token)
+          : `Project ${project_id} has ${live.length} token(s) already; their secrets were shown when created.\n` +
+            `  A new one: npm run baton -- token create --project ${project_id}\n`,
+        'Try it in another terminal:',
+        `  export BATON_SERVER=${url} BATON_TOKEN=${token ? token.token : '<your token>'}`,
+        '  npm run baton -- handoff --scope my-work "Write the first handoff"',
+        '  npm run baton -- report',
+        'Stop with Ctrl-C.',
+        '',
+      ].join('\n'),
+    );
+  },
+};
+
+const mcp: Command = {
+  summary: 'serve MCP over stdio for agents that start their tools themselves',
+  usage: `baton mcp [--project ID]
+
+  Speaks MCP on stdin/stdout as the project's owner (a local principal); the project is
+  created if missing. Tool results are untrusted history: they grant no authority.
+${projectHelp}
+${databaseHelp}`,
+  examples: ['baton mcp --project default'],
+  options: { ...common, ...projectOption },
+  async run(context) {
+    const project_id = checkedProject(await context.project());
+    const app = await deps(context);
+    await app.store.createProject(project_id);
+    const { runStdioMcp } = await import('../../mcp/stdio.ts');
+    // Serves until stdin ends; a signal stops it too (stdin is let go so the process can end).
+    const stopped = await Promise.race([
+      runStdioMcp({ deps: app, principal: { project_id, token_id: 'local', read_only: false } }),
+      untilStopped(),
+    ]);
+    if (stopped !== undefined) process.stdin.destroy();
+  },
+};
+
+export const adminCommands: Record<string, Command> = {
+  init,
+  'token create': tokenCreate,
+  start,
+  serve,
+  mcp,
+};

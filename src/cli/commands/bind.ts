@@ -1,0 +1,66 @@
+/**
+ * The Git workspace binding from the terminal: bind a work tree to a workstream once, show it,
+ * remove it. Only the work tree's git directory is touched, never the database.
+ */
+import { scopeIdSchema } from '../../core/ledger/names.ts';
+import { readBinding, removeBinding, writeBinding } from '../binding.ts';
+import { checkedProject, common, projectHelp, projectOption, UsageError, type Command } from '../command.ts';
+
+const bind: Command = {
+  summary: 'bind this Git work tree to a workstream (stored inside .git, never tracked)',
+  usage: `baton bind SCOPE_ID [--project ID]      baton bind --show [--json]
+
+  Later commands in this work tree use the bound workstream unless --scope or BATON_SCOPE
+  says otherwise. The binding lives in <git-dir>/baton/binding.json: private to this clone.
+${projectHelp}
+  --show                print the binding of this work tree`,
+  examples: ['baton bind billing-export', 'baton bind --show'],
+  options: { help: common.help, ...projectOption, show: { type: 'boolean' }, json: { type: 'boolean' } },
+  async run(context) {
+    if (context.values.show === true) {
+      if (context.positionals.length > 0) throw new UsageError('--show takes no SCOPE_ID');
+      const found = await readBinding(context.cwd);
+      context.print(found ?? null, () =>
+        found
+          ? `Bound to workstream ${found.binding.scope_id} of project ${found.binding.project_id}\n  (${found.path})\n`
+          : 'This work tree is not bound; bind it with baton bind SCOPE_ID\n',
+      );
+      return;
+    }
+    const [scope_id, ...extra] = context.positionals;
+    if (scope_id === undefined || extra.length > 0) throw new UsageError('name exactly one SCOPE_ID to bind');
+    if (!scopeIdSchema.safeParse(scope_id).success)
+      throw new UsageError(`${JSON.stringify(scope_id)} is not a scope_id: 1-200 visible ASCII characters`);
+    const project_id = checkedProject(await context.project());
+    const binding = {
+      schema: 'baton.workspace-binding/v1' as const,
+      project_id,
+      scope_id,
+      bound_at: new Date().toISOString(),
+    };
+    const path = await writeBinding(context.cwd, binding);
+    context.print({ binding, path }, () =>
+      [
+        `Bound this work tree to workstream ${scope_id} of project ${project_id}.`,
+        `  stored in ${path} (inside the git directory: private to this clone, never tracked)`,
+        '',
+      ].join('\n'),
+    );
+  },
+};
+
+const unbind: Command = {
+  summary: "remove this Git work tree's workstream binding",
+  usage: 'baton unbind [--json]',
+  examples: ['baton unbind'],
+  options: { help: common.help, json: { type: 'boolean' } },
+  async run(context) {
+    if (context.positionals.length > 0) throw new UsageError('unbind takes no arguments');
+    const path = await removeBinding(context.cwd);
+    context.print({ removed: path ?? null }, () =>
+      path ? `Unbound: removed ${path}\n` : 'This work tree was not bound.\n',
+    );
+  },
+};
+
+export const bindCommands: Record<string, Command> = { bind, unbind };

@@ -1,0 +1,253 @@
+/**
+ * The ledger itself: projects and streams, capturing and retracting sources, reading a stream,
+ * and JSONL export and import. capture and retract are operations (they work on a server too);
+ * the others read or write the local store directly, as an administrator would.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { exportStream, importStream } from '../../app/ledger.ts';
+import type { JsonValue } from '../../core/json.ts';
+import { entryLine } from '../../core/ledger/jsonl.ts';
+import { describeStream, streamKey, type StreamKey } from '../../core/ledger/names.ts';
+import type { Store } from '../../store/store.ts';
+import {
+  common,
+  databaseHelp,
+  defaultProject,
+  json,
+  required,
+  scopeHelp,
+  scopedOptions,
+  text,
+  transportHelp,
+  UsageError,
+  whole,
+  type Command,
+  type Io,
+  type Values,
+} from '../command.ts';
+import type { Context } from '../context.ts';
+import * as render from '../render.ts';
+
+const streamOptions = {
+  ...common,
+  project: { type: 'string', short: 'p' },
+  scope: { type: 'string', short: 's' },
+  session: { type: 'string' },
+} as const;
+
+function streamFrom(values: Values): StreamKey {
+  const project = text(values, 'project') ?? defaultProject;
+  const scope = text(values, 'scope');
+  const session = text(values, 'session');
+  if ((scope === undefined) === (session === undefined)) {
+    throw new UsageError('name exactly one stream: --scope SCOPE_ID or --session SESSION_ID');
+  }
+  return scope !== undefined ? streamKey(project, 'scope', scope) : streamKey(project, 'session', session!);
+}
+
+async function* lines(path: string): AsyncGenerator<string> {
+  const input = path === '-' ? process.stdin : createReadStream(path, 'utf8');
+  yield* createInterface({ input, crlfDelay: Infinity });
+}
+
+/** Projects and their streams with entry counts, as people read them. */
+export async function printStatus(store: Store, io: Io, project_id?: string): Promise<void> {
+  const projects = await store.listProjects();
+  if (projects.length === 0) io.out('No projects yet.\n');
+  for (const project of projects) {
+    if (project_id !== undefined && project.project_id !== project_id) continue;
+    const streams = await store.listStreams(project.project_id);
+    io.out(`project ${project.project_id}: ${streams.length} stream(s)\n`);
+    for (const info of streams) {
+      const name = info.stream.kind === 'scope' ? info.stream.scope_id : info.stream.session_id;
+      io.out(`  ${info.stream.kind} ${name}: ${info.head} entr${info.head === 1 ? 'y' : 'ies'}\n`);
+    }
+  }
+}
+
+const status: Command = {
+  summary: 'list projects and their streams with entry counts (local database)',
+  usage: `baton status [--project ID] [--json]\n\n${databaseHelp}`,
+  examples: ['baton status', 'baton status --project default --json'],
+  options: { ...common, project: { type: 'string', short: 'p' }, json: { type: 'boolean' } },
+  async run(context: Context) {
+    const store = await context.store();
+    const only = text(context.values, 'project');
+    if (context.values.json === true) {
+      const all = [];
+      for (const project of await store.listProjects()) {
+        if (only !== undefined && project.project_id !== only) continue;
+        all.push({ ...project, streams: await store.listStreams(project.project_id) });
+      }
+      context.io.out(json({ projects: all }));
+      return;
+    }
+    await printStatus(store, context.io, only);
+  },
+};
+
+const projectCreate: Command = {
+  summary: 'create a project (an existing one is left as it is)',
+  usage: `baton project create <project_id>\n\n${databaseHelp}`,
+  examples: ['baton project create billing'],
+  options: common,
+  async run(context) {
+    const [id] = context.positionals;
+    if (id === undefined || context.positionals.length > 1)
+      throw new UsageError('give exactly one project id');
+    context.io.out(json(await (await context.store()).createProject(id)));
+  },
+};
+
+const capture: Command = {
+  summary: 'capture a source into a workstream; prints its receipt {source_ref, position, digest}',
+  usage: `baton capture --source-id ID (--text TEXT | --json-file FILE | --file FILE) [--kind KIND] [options]
+
+  --source-id ID     a stable id you choose; capturing the same content again returns the same receipt
+  --text TEXT        the content as a string
+  --file FILE        the content as the text of a file
+  --json-file FILE   the content as the JSON value in a file
+  --kind KIND        stored as metadata.kind
+${scopeHelp}
+${transportHelp}`,
+  examples: ['baton capture --scope my-work --source-id first-note --text "Where the work stands"'],
+  operations: ['capture_source'],
+  fields: { kind: '--kind', content: '--text/--file/--json-file', source_id: '--source-id' },
+  options: {
+    ...scopedOptions,
+    'source-id': { type: 'string' },
+    text: { type: 'string' },
+    file: { type: 'string' },
+    'json-file': { type: 'string' },
+    kind: { type: 'string' },
+  },
+  async run(context) {
+    const values = context.values;
+    const source_id = required(values, 'source-id');
+    const given = ['text', 'file', 'json-file'].filter((name) => values[name] !== undefined);
+    if (given.length !== 1) throw new UsageError('give the content once: --text, --file or --json-file');
+    let content: JsonValue;
+    if (values.text !== undefined) content = required(values, 'text');
+    else if (values.file !== undefined) content = await readFile(required(values, 'file'), 'utf8');
+    else {
+      const path = required(values, 'json-file');
+      try {
+        content = JSON.parse(await readFile(path, 'utf8')) as JsonValue;
+      } catch (error) {
+        throw new UsageError(`${path} is not JSON: ${(error as Error).message}`);
+      }
+    }
+    const kind = text(values, 'kind');
+    const { scope_id } = await context.scope();
+    const receipt = await (
+      await context.transport()
+    ).invoke('capture_source', { scope_id, source_id, content, ...(kind === undefined ? {} : { kind }) });
+    context.print(receipt, () =>
+      [render.receipt('Source', receipt), `  exact reference: ${source_id}@${receipt.digest}\n`].join(''),
+    );
+  },
+};
+
+const retract: Command = {
+  summary: 'purge a source that must not be kept; a tombstone keeps its id, digest and position',
+  usage: `baton retract --source-id ID --reason TEXT [options]\n\n${scopeHelp}\n${transportHelp}`,
+  examples: ['baton retract --scope my-work --source-id leaked-key --reason "contained a secret"'],
+  operations: ['retract_source'],
+  fields: { reason: '--reason', source_id: '--source-id' },
+  options: { ...scopedOptions, 'source-id': { type: 'string' }, reason: { type: 'string' } },
+  async run(context) {
+    const source_id = required(context.values, 'source-id');
+    const reason = required(context.values, 'reason');
+    const { scope_id } = await context.scope();
+    const entry = await (await context.transport()).invoke('retract_source', { scope_id, source_id, reason });
+    context.print(entry, () => `${entryLine(entry)}\n`);
+  },
+};
+
+const read: Command = {
+  summary: 'print the entries of a stream as JSONL (baton.entry/v1 lines), in position order',
+  usage: `baton read (--scope SCOPE_ID | --session ID) [--from N] [--to N] [--project ID]\n\n${databaseHelp}`,
+  examples: ['baton read --scope my-work --from 1 --to 10'],
+  options: { ...streamOptions, from: { type: 'string' }, to: { type: 'string' } },
+  async run(context) {
+    const stream = streamFrom(context.values);
+    const range = { from: whole(context.values, 'from'), to: whole(context.values, 'to') };
+    for await (const entry of (await context.store()).readStream(stream, range))
+      context.io.out(`${entryLine(entry)}\n`);
+  },
+};
+
+const ledgerExport: Command = {
+  summary: 'write a stream as JSONL: a baton.ledger-export/v1 header, then one baton.entry/v1 line per entry',
+  usage: `baton ledger export (--scope SCOPE_ID | --session ID) [--out FILE] [--project ID]
+
+  --out FILE   write there instead of stdout; progress goes to stderr
+${databaseHelp}`,
+  examples: ['baton ledger export --scope my-work --out my-work.jsonl'],
+  options: { ...streamOptions, out: { type: 'string' } },
+  async run(context) {
+    const { io, values } = context;
+    const stream = streamFrom(values);
+    const out = text(values, 'out');
+    const file = out === undefined ? undefined : createWriteStream(out, { flags: 'wx' });
+    const write = file
+      ? (chunk: string) =>
+          new Promise<void>((resolve, reject) =>
+            file.write(chunk, (error) => (error ? reject(error) : resolve())),
+          )
+      : io.out;
+    try {
+      const { entries } = await exportStream(
+        { store: await context.store() },
+        stream,
+        write,
+        (done, total) => {
+          if (done % 10_000 === 0) io.err(`exported ${done}/${total} entries\n`);
+        },
+      );
+      io.err(`exported ${entries} entries of ${describeStream(stream)}${out ? ` to ${out}` : ''}\n`);
+    } finally {
+      if (file) await new Promise<void>((resolve) => file.end(resolve));
+    }
+  },
+};
+
+const ledgerImport: Command = {
+  summary:
+    'read a JSONL export into a new stream (the one in its header unless --scope/--session names another)',
+  usage: `baton ledger import FILE [--scope SCOPE_ID | --session ID] [--project ID]
+
+  FILE   a file written by baton ledger export, or - for stdin. A torn last line is skipped
+         with a warning; entry types this Baton does not know are kept and listed.
+${databaseHelp}`,
+  examples: ['baton ledger import my-work.jsonl --scope restored'],
+  options: streamOptions,
+  async run(context) {
+    const { io, values, positionals } = context;
+    const [path] = positionals;
+    if (path === undefined || positionals.length > 1)
+      throw new UsageError('give exactly one FILE (or - for stdin)');
+    const into = values.scope !== undefined || values.session !== undefined ? streamFrom(values) : undefined;
+    const store = await context.store();
+    const project = into?.project_id ?? text(values, 'project');
+    if (project !== undefined) await store.createProject(project);
+    const report = await importStream({ store }, lines(path), into);
+    for (const warning of report.warnings) io.err(`warning: line ${warning.line}: ${warning.message}\n`);
+    for (const [type, count] of Object.entries(report.unknown_types)) {
+      io.err(`note: kept ${count} entr${count === 1 ? 'y' : 'ies'} of unknown type ${type}\n`);
+    }
+    io.out(json(report));
+  },
+};
+
+export const ledgerCommands: Record<string, Command> = {
+  status,
+  'project create': projectCreate,
+  capture,
+  retract,
+  read,
+  'ledger export': ledgerExport,
+  'ledger import': ledgerImport,
+};

@@ -1,0 +1,126 @@
+/**
+ * What a command runs with: its parsed options, the terminal, the local store (opened on first
+ * use), the transport and the scope. Scope resolution is explicit `--scope` > BATON_SCOPE >
+ * this Git work tree's binding; with none of them a command refuses and lists the project's
+ * workstreams: it never chooses one, even when only one exists.
+ */
+import { systemClock } from '../core/clock.ts';
+import { scopeIdSchema } from '../core/ledger/names.ts';
+import { parseStoreLocation, openStore } from '../store/open.ts';
+import type { Store } from '../store/store.ts';
+import { readBinding, type Binding } from './binding.ts';
+import { defaultProject, text, UsageError, type Io, type Values } from './command.ts';
+import { localTransport, serverTransport, type Transport } from './transport.ts';
+
+export type ScopeSource = 'option' | 'environment' | 'binding';
+
+export interface ResolvedScope {
+  readonly scope_id: string;
+  readonly from: ScopeSource;
+}
+
+export interface Context {
+  readonly values: Values;
+  readonly positionals: readonly string[];
+  readonly io: Io;
+  readonly cwd: string;
+  /** Print text, or the value as JSON with --json. */
+  readonly print: (value: unknown, human: () => string) => void;
+  /** The local store, opened once. */
+  store(): Promise<Store>;
+  /** The server when --server or BATON_SERVER is set, else the local store. */
+  transport(): Promise<Transport>;
+  /** The project a local command works on: --project, else the binding's, else "default". */
+  project(): Promise<string>;
+  /** The workstream, or a refusal that lists the candidates. */
+  scope(): Promise<ResolvedScope>;
+  /** The workstream when one is named or bound; undefined (the whole project) otherwise. */
+  optionalScope(): Promise<ResolvedScope | undefined>;
+  binding(): Promise<Binding | undefined>;
+  close(): Promise<void>;
+}
+
+export function createContext(values: Values, positionals: readonly string[], io: Io): Context {
+  const cwd = io.cwd ?? process.cwd();
+  let store: Promise<Store> | undefined;
+  let binding: Promise<Binding | undefined> | undefined;
+  let transport: Promise<Transport> | undefined;
+
+  const server = () => text(values, 'server') ?? (io.env.BATON_SERVER || undefined);
+
+  const context: Context = {
+    values,
+    positionals,
+    io,
+    cwd,
+    print(value, human) {
+      io.out(values.json === true ? `${JSON.stringify(value, null, 2)}\n` : human());
+    },
+    store() {
+      store ??= openStore(parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL));
+      return store;
+    },
+    binding() {
+      binding ??= readBinding(cwd).then((found) => found?.binding);
+      return binding;
+    },
+    async project() {
+      return text(values, 'project') ?? (await context.binding())?.project_id ?? defaultProject;
+    },
+    transport() {
+      transport ??= (async () => {
+        const url = server();
+        if (url !== undefined) {
+          if (text(values, 'project') !== undefined) {
+            throw new UsageError(
+              `on a server the token decides the project: drop --project (or drop --server)`,
+            );
+          }
+          const token = text(values, 'token') ?? (io.env.BATON_TOKEN || undefined);
+          if (!token) throw new UsageError(`--server ${url} needs a token: --token TOKEN or BATON_TOKEN`);
+          return serverTransport(url, token);
+        }
+        const opened = await context.store();
+        const location = parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL);
+        const where = location.backend === 'sqlite' ? location.path : 'PostgreSQL';
+        return localTransport({ store: opened, clock: systemClock }, await context.project(), where);
+      })();
+      return transport;
+    },
+    async optionalScope() {
+      const given = text(values, 'scope');
+      const scope: ResolvedScope | undefined =
+        given !== undefined
+          ? { scope_id: given, from: 'option' }
+          : io.env.BATON_SCOPE
+            ? { scope_id: io.env.BATON_SCOPE, from: 'environment' }
+            : await context.binding().then((found) => found && { scope_id: found.scope_id, from: 'binding' });
+      if (scope && !scopeIdSchema.safeParse(scope.scope_id).success) {
+        throw new UsageError(
+          `${JSON.stringify(scope.scope_id)} (from the ${scope.from}) is not a scope_id: 1-200 visible ASCII characters`,
+        );
+      }
+      return scope;
+    },
+    async scope() {
+      const scope = await context.optionalScope();
+      if (scope) return scope;
+      const report = await (await context.transport()).invoke('get_report', {});
+      const candidates = 'workstreams' in report ? report.workstreams.map((w) => w.scope_id) : [];
+      const how =
+        'name the workstream: --scope SCOPE_ID, BATON_SCOPE=SCOPE_ID, or bind this Git work tree once with baton bind SCOPE_ID';
+      throw new UsageError(
+        candidates.length === 0
+          ? `no workstream is named or bound, and the project has none yet: ${how}`
+          : `no workstream is named or bound; Baton does not choose one for you. Candidates:\n${candidates
+              .map((id) => `  ${id}`)
+              .join('\n')}\n${how}`,
+        { showUsage: false },
+      );
+    },
+    async close() {
+      if (store) await (await store.catch(() => undefined))?.close();
+    },
+  };
+  return context;
+}

@@ -1,0 +1,53 @@
+/**
+ * Source references and stable source ids as a person types them. A reference is
+ * `SOURCE_ID@sha256:<hex>` (exact), or a bare SOURCE_ID that names one of the workstream's work
+ * records (contract, boundary, receipt, outcome), whose digest the continuity projection knows.
+ * A derived source id is a digest of what is being stored, so retrying the same command
+ * reuses the same id and the ledger answers with the same receipt.
+ */
+import { canonicalJson, digestPattern, sha256Digest, type Digest } from '../core/canonical.ts';
+import type { SourceRef } from '../core/ledger/source.ts';
+import { UsageError } from './command.ts';
+import type { Transport } from './transport.ts';
+
+/** `prefix-` and 16 hex digits of the digest of the value: stable for the same value. */
+export function stableSourceId(prefix: string, value: unknown): string {
+  return `${prefix}-${sha256Digest(canonicalJson(value)).slice('sha256:'.length, 'sha256:'.length + 16)}`;
+}
+
+export interface TypedRef {
+  readonly source_id: string;
+  readonly digest?: Digest;
+}
+
+export function parseRef(text: string): TypedRef {
+  const at = text.lastIndexOf('@');
+  if (at > 0 && digestPattern.test(text.slice(at + 1))) {
+    return { source_id: text.slice(0, at), digest: text.slice(at + 1) as Digest };
+  }
+  return { source_id: text };
+}
+
+/** The exact ref of a typed reference in a scope; a bare id must name a work record there. */
+export async function exactRef(
+  transport: Transport,
+  scope_id: string,
+  typed: TypedRef,
+  option: string,
+): Promise<SourceRef> {
+  if (typed.digest) return { scope_id, source_id: typed.source_id, digest: typed.digest };
+  const continuity = await transport.invoke('get_work_continuity', { scope_id });
+  const known = [
+    continuity.active_receipt_ref,
+    continuity.covering_outcome_ref,
+    ...continuity.timeline.map((event) => event.source_ref),
+  ].find((candidate) => candidate?.source_id === typed.source_id);
+  if (!known) {
+    throw new UsageError(
+      `${option} ${typed.source_id}: no work record with that source_id in ${scope_id}; ` +
+        'give the exact reference SOURCE_ID@sha256:… (baton capture prints the digest)',
+      { showUsage: false },
+    );
+  }
+  return known;
+}

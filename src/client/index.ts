@@ -1,0 +1,171 @@
+/**
+ * The typed HTTP client of a Baton server (`baton-work/client`): one method per registry
+ * operation, named in camelCase after its operationId (`capture_source` → `captureSource`),
+ * plus `invoke(operationId, input)`. GET operations send their input as query parameters,
+ * POST operations as JSON; every request carries `Authorization: Bearer <token>`, and the
+ * token decides the project. A server error `{error: {code, message, details}}` becomes a
+ * BatonError with that code, message and data; a network failure becomes BatonError('unavailable').
+ */
+import { findOperation, operations } from '../app/operations.ts';
+import { BatonError, errorCodes, type ErrorCode } from '../core/errors.ts';
+import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
+
+export type * from './types.ts';
+export { BatonError, type ErrorCode } from '../core/errors.ts';
+
+export interface ClientOptions {
+  /** Where the server listens, e.g. `http://127.0.0.1:8787`; a path prefix is kept. */
+  readonly baseUrl: string | URL;
+  /** A bearer token from `baton token create` or `baton init`. */
+  readonly token: string;
+  /** A fetch implementation (tests, proxies); the global fetch by default. */
+  readonly fetch?: typeof fetch;
+}
+
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Head}${Capitalize<CamelCase<Tail>>}`
+  : S;
+
+/** Operations whose every input field is optional may be called without an input. */
+type Call<Id extends OperationId> = (
+  ...input: Record<string, never> extends OperationInput<Id>
+    ? [input?: OperationInput<Id>]
+    : [input: OperationInput<Id>]
+) => Promise<OperationResult<Id>>;
+
+export type OperationMethods = {
+  readonly [Id in OperationId as CamelCase<Id>]: Call<Id>;
+};
+
+export type BatonClient = Omit<OperationMethods, 'getReport'> & {
+  /** The Handoff Report: the project's, or one workstream's with scope_id; Markdown with format. */
+  getReport<I extends ReportInput = Record<string, never>>(input?: I): Promise<ReportResult<I>>;
+  /** Call any operation by its operationId. */
+  invoke<Id extends OperationId>(operationId: Id, input: OperationInput<Id>): Promise<OperationResult<Id>>;
+};
+
+/** The method name of an operation: `record_task_outcome` → `recordTaskOutcome`. */
+export function methodName(operationId: string): string {
+  return operationId.replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+}
+
+function queryOf(input: Readonly<Record<string, unknown>>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(input)) {
+    if (value === undefined) continue;
+    query.set(
+      name,
+      typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+        ? String(value)
+        : JSON.stringify(value),
+    );
+  }
+  const text = query.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && (errorCodes as readonly string[]).includes(value);
+}
+
+/** The code a bare status means when the body is not Baton's error shape. */
+function codeOfStatus(status: number): ErrorCode {
+  if (status === 401) return 'unauthorized';
+  if (status === 403) return 'forbidden';
+  if (status === 404) return 'not_found';
+  if (status === 409) return 'conflict';
+  if (status === 412) return 'precondition_failed';
+  if (status === 413) return 'payload_too_large';
+  return status >= 500 ? 'unavailable' : 'invalid_input';
+}
+
+function errorOf(status: number, body: unknown): BatonError {
+  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
+  if (error && typeof error.code === 'string' && typeof error.message === 'string') {
+    const details = typeof error.details === 'object' && error.details !== null ? error.details : {};
+    // A wire code Baton's errors do not have (the server's `internal`) keeps its name in the data.
+    return isErrorCode(error.code)
+      ? new BatonError(error.code, error.message, { ...details })
+      : new BatonError(codeOfStatus(status), error.message, { ...details, code: error.code, status });
+  }
+  return new BatonError(codeOfStatus(status), `the server answered HTTP ${status}`, { status });
+}
+
+/** A client for one server and token. */
+export function createClient(options: ClientOptions): BatonClient {
+  const base = new URL(options.baseUrl);
+  if (!base.pathname.endsWith('/')) base.pathname += '/';
+  const send = options.fetch ?? globalThis.fetch;
+
+  async function invoke(operationId: string, input: unknown = {}): Promise<unknown> {
+    const operation = findOperation(operationId);
+    if (!operation) throw new BatonError('invalid_input', `no operation ${operationId}`, { operationId });
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+      throw new BatonError('invalid_input', `${operationId} takes a JSON object`, { operationId });
+    }
+    const get = operation.method === 'GET';
+    const url = new URL(
+      operation.path.replace(/^\//, '') + (get ? queryOf(input as Record<string, unknown>) : ''),
+      base,
+    );
+    let response: Response;
+    try {
+      response = await send(url, {
+        method: operation.method,
+        headers: {
+          authorization: `Bearer ${options.token}`,
+          accept: 'application/json',
+          ...(get ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(get ? {} : { body: JSON.stringify(input) }),
+      });
+    } catch (error) {
+      throw new BatonError(
+        'unavailable',
+        `cannot reach the Baton server at ${base.origin}: ${describe(error)}`,
+        {
+          url: url.href,
+        },
+      );
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      throw new BatonError('unavailable', `the answer from ${base.origin} broke off: ${describe(error)}`, {
+        url: url.href,
+      });
+    }
+    const body = parse(text);
+    if (!response.ok) throw errorOf(response.status, body);
+    if (body === undefined) {
+      throw new BatonError(
+        'unavailable',
+        `the server at ${base.origin} answered ${operationId} with no JSON`,
+        {
+          status: response.status,
+        },
+      );
+    }
+    return body;
+  }
+
+  const client: Record<string, unknown> = { invoke };
+  for (const { operationId } of operations) {
+    client[methodName(operationId)] = (input?: unknown) => invoke(operationId, input);
+  }
+  return client as BatonClient;
+}
+
+function parse(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
+}

@@ -1,0 +1,78 @@
+/**
+ * Who is calling, over HTTP: a bearer token in the Authorization header, or the web session
+ * cookie (with its CSRF secret in X-CSRF-Token for writes). The rules themselves live in
+ * src/app/auth.ts; this file only reads the request, and logs people in and out.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  authenticateSession,
+  authenticateToken,
+  createWebSession,
+  endWebSession,
+  type Principal,
+} from '../app/auth.ts';
+import type { AppDeps } from '../app/deps.ts';
+import type { Access } from '../app/operations.ts';
+import { BatonError } from '../core/errors.ts';
+import { isLoopback } from './hosts.ts';
+
+export const sessionCookie = 'baton_session';
+export const csrfHeader = 'x-csrf-token';
+
+/**
+ * The token of `Authorization: Bearer <token>`; undefined without the header, and '' (which no
+ * token matches) when the header is there but is not a bearer credential.
+ */
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (header === undefined) return undefined;
+  return /^Bearer +(\S+) *$/i.exec(header)?.[1] ?? '';
+}
+
+function headerText(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The principal of a request; an Authorization header, when present, is the only credential read. */
+export async function authenticateRequest(
+  deps: AppDeps,
+  request: FastifyRequest,
+  access: Access,
+): Promise<Principal> {
+  if (request.headers.authorization !== undefined) return authenticateToken(deps, bearerToken(request));
+  const session = request.cookies[sessionCookie];
+  if (session !== undefined) {
+    return authenticateSession(deps, session, headerText(request, csrfHeader), access);
+  }
+  throw new BatonError(
+    'unauthorized',
+    'send Authorization: Bearer <token>, or log in with a token at POST /v1/session',
+  );
+}
+
+/** The cookie's attributes: Secure unless the page is plain http on this machine. */
+function cookieOptions(request: FastifyRequest) {
+  return {
+    httpOnly: true,
+    sameSite: 'strict',
+    path: '/',
+    secure: request.protocol === 'https' || !isLoopback(request.hostname),
+  } as const;
+}
+
+/** POST /v1/session logs in with a token and sets the session cookie; DELETE /v1/session logs out. */
+export function registerSessionRoutes(app: FastifyInstance, deps: AppDeps): void {
+  app.post('/v1/session', async (request, reply) => {
+    const session = await createWebSession(deps, bearerToken(request));
+    void reply.setCookie(sessionCookie, session.session, {
+      ...cookieOptions(request),
+      expires: new Date(session.expires_at),
+    });
+    return { csrf: session.csrf, expires_at: session.expires_at, project_id: session.principal.project_id };
+  });
+  app.delete('/v1/session', async (request, reply) => {
+    await endWebSession(deps, request.cookies[sessionCookie]);
+    return reply.clearCookie(sessionCookie, cookieOptions(request)).code(204).send();
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * Request bodies are JSON only, at most bodyLimit bytes and maxDepth levels deep. JSON.parse
+ * keeps a "__proto__" key as an ordinary own key, as the ledger does. A body that cannot be
+ * read is a MalformedRequest (400); whether it means anything is the operation's schema's call.
+ */
+import type { FastifyInstance } from 'fastify';
+import { MalformedRequest } from './errors.ts';
+
+export const bodyLimit = 2 * 1024 * 1024;
+
+/**
+ * Deeper bodies are refused before they are parsed: no Baton record nests this deep, and every
+ * validator after this point walks the value.
+ */
+export const maxDepth = 64;
+
+/** Whether arrays and objects nest deeper than limit; one pass over the text, strings skipped. */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text.charCodeAt(index);
+    if (inString) {
+      if (char === 0x5c) index += 1;
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) {
+      inString = true;
+    } else if (char === 0x5b || char === 0x7b) {
+      depth += 1;
+      if (depth > limit) return true;
+    } else if (char === 0x5d || char === 0x7d) {
+      depth -= 1;
+    }
+  }
+  return false;
+}
+
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === '') throw new MalformedRequest('the body is empty; send a JSON object');
+  if (nestsDeeperThan(text, maxDepth)) {
+    throw new MalformedRequest(`the body nests deeper than ${maxDepth} levels`, { max_depth: maxDepth });
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new MalformedRequest(`the body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** application/json is the only body type; any other is refused with 400 by Fastify's media-type check. */
+export function installJsonParser(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+}

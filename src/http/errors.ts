@@ -1,0 +1,118 @@
+/**
+ * The one map from errors to HTTP: a BatonError becomes its status and the envelope
+ * `{error: {code, message, details}}`; Fastify's own client errors (body too large, bad content
+ * type, malformed request) join the same envelope as 4xx; anything else is a logged 500 whose
+ * message says nothing about its cause.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { BatonError, errorCodes, type ErrorCode, type ErrorData } from '../core/errors.ts';
+
+export const statusOf: Readonly<Record<ErrorCode, number>> = {
+  invalid_input: 422,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  revision_conflict: 409,
+  precondition_failed: 412,
+  payload_too_large: 413,
+  unavailable: 503,
+};
+
+/** invalid_input for a request that could not be read at all (not JSON, wrong type): 400, not 422. */
+export class MalformedRequest extends BatonError {
+  constructor(message: string, data: ErrorData = {}) {
+    super('invalid_input', message, data);
+  }
+}
+
+export const wireCodes = [...errorCodes, 'internal'] as const;
+export type WireCode = (typeof wireCodes)[number];
+
+export interface ErrorEnvelope {
+  readonly error: { readonly code: WireCode; readonly message: string; readonly details: ErrorData };
+}
+
+export const errorEnvelopeSchema = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(wireCodes),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()),
+  }),
+});
+
+export interface EncodedError {
+  readonly status: number;
+  readonly body: ErrorEnvelope;
+}
+
+function envelope(code: WireCode, message: string, details: ErrorData = {}): ErrorEnvelope {
+  return { error: { code, message, details } };
+}
+
+/** Fastify's own 4xx (FST_ERR_CTP_*, bad URL, …): the client's fault, never a 5xx. */
+function clientError(error: FastifyError, status: number): EncodedError {
+  if (status === 413) {
+    return {
+      status,
+      body: envelope('payload_too_large', 'the request body is larger than the server accepts'),
+    };
+  }
+  if (status === 404) return { status, body: envelope('not_found', error.message) };
+  if (status === 401 || status === 403) {
+    return { status, body: envelope(status === 401 ? 'unauthorized' : 'forbidden', error.message) };
+  }
+  const message =
+    error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+      ? 'send the body as application/json'
+      : error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+        ? 'the body is empty; send a JSON object'
+        : error.message;
+  return { status: 400, body: envelope('invalid_input', message) };
+}
+
+/** The status and envelope of any error; internal is true only for the 500 of an unexpected one. */
+export function encodeError(error: unknown): EncodedError & { internal: boolean } {
+  if (error instanceof MalformedRequest) {
+    return { status: 400, body: envelope(error.code, error.message, error.data), internal: false };
+  }
+  if (error instanceof BatonError) {
+    return {
+      status: statusOf[error.code],
+      body: envelope(error.code, error.message, error.data),
+      internal: false,
+    };
+  }
+  const status = (error as Partial<FastifyError> | null)?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return { ...clientError(error as FastifyError, status), internal: false };
+  }
+  return {
+    status: 500,
+    body: envelope('internal', 'internal error; the server log has the details'),
+    internal: true,
+  };
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  const encoded = encodeError(error);
+  if (encoded.internal) request.log.error({ err: error }, 'request failed');
+  else request.log.info({ code: encoded.body.error.code, status: encoded.status }, 'request refused');
+  const body = encoded.internal
+    ? envelope('internal', encoded.body.error.message, { request_id: request.id })
+    : encoded.body;
+  return reply.code(encoded.status).type('application/json; charset=utf-8').send(body);
+}
+
+/** One error handler and one not-found handler for the whole app, MCP routes included. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => sendError(request, reply, error));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      request,
+      reply,
+      new BatonError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
+}

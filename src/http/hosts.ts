@@ -1,0 +1,61 @@
+/**
+ * DNS-rebinding protection for every route, /mcp included: the Host header must name an allowed
+ * host (the loopback names at the listening port, plus any configured), and an Origin header,
+ * when present, must be http(s):// one of them. Anything else is 403 before any other work.
+ */
+import { isIP } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { BatonError } from '../core/errors.ts';
+
+/** Whether a listening address or host name stays on this machine. */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (bare === 'localhost' || bare === '::1') return true;
+  return isIP(bare) === 4 && bare.startsWith('127.');
+}
+
+/** A host as a Host header names it: IPv6 in brackets, with the port. */
+export function hostWithPort(host: string, port: number): string {
+  const bare = host.replace(/^\[|\]$/g, '');
+  return `${isIP(bare) === 6 ? `[${bare}]` : bare}:${port}`.toLowerCase();
+}
+
+const wildcards = new Set(['0.0.0.0', '::', '[::]']);
+
+/**
+ * The Host values accepted at a port: the loopback names, the listening host when it is a
+ * specific name, and the extra ones given (each `name:port`, or a bare name meaning this port).
+ */
+export function allowedHosts(listenHost: string, port: number, extra: readonly string[] = []): Set<string> {
+  const names = ['127.0.0.1', 'localhost', '::1'];
+  if (!wildcards.has(listenHost)) names.push(listenHost);
+  const hosts = new Set(names.map((name) => hostWithPort(name, port)));
+  for (const host of extra) hosts.add(/:\d+$/.test(host) ? host.toLowerCase() : hostWithPort(host, port));
+  // A client leaves out the default port of its scheme.
+  if (port === 80 || port === 443) {
+    for (const host of [...hosts])
+      if (host.endsWith(`:${port}`)) hosts.add(host.slice(0, -`:${port}`.length));
+  }
+  return hosts;
+}
+
+function refused(message: string): BatonError {
+  return new BatonError('forbidden', `${message} (DNS-rebinding protection)`);
+}
+
+/**
+ * Registers the check as the first onRequest hook. `hosts` is read on every request, so the
+ * caller can replace its contents once the real port is known.
+ */
+export function guardHosts(app: FastifyInstance, hosts: () => ReadonlySet<string>): void {
+  app.addHook('onRequest', async (request) => {
+    const allowed = hosts();
+    const host = request.headers.host?.toLowerCase();
+    if (!host || !allowed.has(host)) throw refused('this Host is not served here');
+    const origin = request.headers.origin;
+    if (origin === undefined) return;
+    const match = /^https?:\/\/(.+)$/i.exec(origin);
+    if (!match || !allowed.has(match[1]!.toLowerCase()))
+      throw refused('requests from this Origin are refused');
+  });
+}

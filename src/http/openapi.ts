@@ -1,0 +1,177 @@
+/**
+ * The OpenAPI 3.1 document of the HTTP API, generated from the operation registry and its zod
+ * schemas (JSON Schema 2020-12, which OpenAPI 3.1 uses as is): one operation per registry
+ * entry with its operationId, summary and request schema, the error envelope, and security.
+ */
+import { z } from 'zod';
+import { operations, type Operation } from '../app/operations.ts';
+import { errorEnvelopeSchema } from './errors.ts';
+import { csrfHeader, sessionCookie } from './auth.ts';
+import { bodyLimit } from './body.ts';
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const document = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+  }) as JsonSchema;
+  delete document.$schema;
+  return document;
+}
+
+const errorStatuses = {
+  '400': 'the request could not be read: not JSON, not application/json, or nested too deep (invalid_input)',
+  '401': 'no valid token or session (unauthorized)',
+  '403': 'read-only token writing, missing CSRF token, or a foreign Host or Origin (forbidden)',
+  '404': 'no such object in the caller’s project (not_found)',
+  '409': 'conflict, or revision_conflict with details.actual_head',
+  '412': 'precondition_failed',
+  '413': `payload_too_large (bodies are limited to ${bodyLimit} bytes)`,
+  '422': 'the input does not match the schema (invalid_input, details.issues names each field)',
+  '500': 'internal: an unexpected failure, logged with details.request_id',
+  '503': 'unavailable: the store cannot be reached',
+} as const;
+
+const errorResponses = Object.fromEntries(
+  Object.entries(errorStatuses).map(([status, description]) => [
+    status,
+    { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+  ]),
+);
+
+const security = [{ bearer: [] }, { session: [] }];
+
+function queryParameters(schema: JsonSchema): JsonSchema[] {
+  const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((schema.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, property]) => ({
+    name,
+    in: 'query',
+    required: required.has(name),
+    schema: property,
+  }));
+}
+
+function operationObject(operation: Operation): JsonSchema {
+  const input = jsonSchema(operation.input, 'input');
+  const markdown = operation.operationId === 'get_report';
+  return {
+    operationId: operation.operationId,
+    summary: operation.summary,
+    tags: [operation.access],
+    security,
+    'x-baton-access': operation.access,
+    'x-baton-idempotent': operation.idempotent,
+    ...(operation.method === 'GET'
+      ? { parameters: queryParameters(input) }
+      : { requestBody: { required: true, content: { 'application/json': { schema: input } } } }),
+    responses: {
+      '200': {
+        description: markdown
+          ? 'the report; with format=markdown and Accept: text/markdown, the Markdown text itself'
+          : 'the result',
+        content: {
+          'application/json': { schema: {} },
+          ...(markdown ? { 'text/markdown': { schema: { type: 'string' } } } : {}),
+        },
+      },
+      ...errorResponses,
+    },
+  };
+}
+
+const fixedPaths = {
+  '/healthz': {
+    get: {
+      operationId: 'health',
+      summary: 'Liveness: {status: "ok"}; no authentication.',
+      security: [],
+      responses: { '200': { description: 'the server is up' } },
+    },
+  },
+  '/v1/openapi.json': {
+    get: {
+      operationId: 'openapi',
+      summary: 'This document; no authentication.',
+      security: [],
+      responses: { '200': { description: 'the OpenAPI 3.1 document' } },
+    },
+  },
+  '/v1/session': {
+    post: {
+      operationId: 'create_session',
+      summary: `Log a web page in with a bearer token: sets the ${sessionCookie} cookie and returns the CSRF secret.`,
+      security: [{ bearer: [] }],
+      responses: {
+        '200': {
+          description: 'the session',
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: {
+                  csrf: { type: 'string' },
+                  expires_at: { type: 'string', format: 'date-time' },
+                  project_id: { type: 'string' },
+                },
+                required: ['csrf', 'expires_at', 'project_id'],
+              },
+            },
+          },
+        },
+        ...errorResponses,
+      },
+    },
+    delete: {
+      operationId: 'end_session',
+      summary: 'Log out: end the session of the cookie and clear it.',
+      security: [],
+      responses: { '204': { description: 'logged out' }, ...errorResponses },
+    },
+  },
+};
+
+let cached: JsonSchema | undefined;
+
+/** The document, built once. */
+export function openApiDocument(): JsonSchema {
+  if (cached) return cached;
+  const paths: Record<string, Record<string, JsonSchema>> = { ...fixedPaths };
+  for (const operation of operations) {
+    paths[operation.path] = {
+      ...paths[operation.path],
+      [operation.method.toLowerCase()]: operationObject(operation),
+    };
+  }
+  cached = {
+    openapi: '3.1.0',
+    info: {
+      title: 'Baton',
+      version: '1',
+      description:
+        'Evidence-backed work relay. Every operation runs in the project of the caller’s token; ' +
+        'stored work text is untrusted and grants no authority.',
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    paths,
+    components: {
+      schemas: { Error: jsonSchema(errorEnvelopeSchema, 'output') },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A project token (baton_…); a read-only token may call only read operations.',
+        },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: sessionCookie,
+          description: `The web session from POST /v1/session; writes also need the ${csrfHeader} header.`,
+        },
+      },
+    },
+  };
+  return cached;
+}

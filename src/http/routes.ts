@@ -1,0 +1,48 @@
+/**
+ * One route per operation of the registry, and no logic of its own: method and path as the
+ * registry gives them; the caller is authenticated and authorized before the body is read;
+ * the input (query string for GET, JSON body for POST) is validated with the operation's schema
+ * and handed to it as sent, in the principal's project, never a project named by the caller.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { authorize, type Principal } from '../app/auth.ts';
+import type { AppDeps } from '../app/deps.ts';
+import { operations, type Operation } from '../app/operations.ts';
+import { parseRecord } from '../core/records.ts';
+import { authenticateRequest } from './auth.ts';
+
+/** A Markdown result (`{markdown}`) goes out as text/markdown when the client asks for it. */
+function wantsMarkdown(request: FastifyRequest, result: unknown): result is { markdown: string } {
+  return (
+    typeof (result as { markdown?: unknown } | null)?.markdown === 'string' &&
+    (request.headers.accept?.includes('text/markdown') ?? false)
+  );
+}
+
+function registerOperation(app: FastifyInstance, deps: AppDeps, operation: Operation): void {
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  app.route({
+    method: operation.method,
+    url: operation.path,
+    config: { operationId: operation.operationId },
+    onRequest: async (request) => {
+      const principal = await authenticateRequest(deps, request, operation.access);
+      authorize(principal, operation.access);
+      principals.set(request, principal);
+    },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const principal = principals.get(request)!;
+      const input: unknown = operation.method === 'GET' ? request.query : request.body;
+      parseRecord(operation.input, input, `${operation.operationId} input`);
+      const result = await operation.run(deps, principal.project_id, input);
+      if (wantsMarkdown(request, result)) {
+        return reply.type('text/markdown; charset=utf-8').send(result.markdown);
+      }
+      return result;
+    },
+  });
+}
+
+export function registerOperationRoutes(app: FastifyInstance, deps: AppDeps): void {
+  for (const operation of operations) registerOperation(app, deps, operation);
+}

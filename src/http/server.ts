@@ -1,0 +1,110 @@
+/**
+ * The Baton HTTP server: Fastify with one route per registry operation, web sessions, the
+ * OpenAPI document, /healthz and MCP at /mcp, all behind the Host/Origin guard and one error
+ * mapping. buildApp makes the app without listening; startServer listens and returns how to
+ * stop it. The caller owns deps.store: closing the server never closes the store.
+ */
+import type { AddressInfo } from 'node:net';
+import fastifyCookie from '@fastify/cookie';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { authenticateToken } from '../app/auth.ts';
+import type { AppDeps } from '../app/deps.ts';
+import { BatonError } from '../core/errors.ts';
+import { registerMcpRoutes } from '../mcp/http.ts';
+import { bearerToken, registerSessionRoutes } from './auth.ts';
+import { bodyLimit, installJsonParser } from './body.ts';
+import { installErrorHandling } from './errors.ts';
+import { allowedHosts, guardHosts, hostWithPort, isLoopback } from './hosts.ts';
+import { loggerOptions } from './logging.ts';
+import { openApiDocument } from './openapi.ts';
+import { registerOperationRoutes } from './routes.ts';
+
+export interface ServeOptions {
+  deps: AppDeps;
+  /** Default 127.0.0.1. Anything beyond loopback is warned about at start. */
+  host?: string;
+  /** Default 4680; 0 picks any free port. */
+  port?: number;
+  /** Off (false), on at level info (true, the default), or pino options. Credentials are always redacted. */
+  logger?: boolean | object;
+  /**
+   * More Host values to serve besides the loopback names (`name:port`, or a bare name meaning
+   * the listening port): the names clients use when the server listens beyond loopback.
+   */
+  allowedHosts?: readonly string[];
+}
+
+export const defaultHost = '127.0.0.1';
+export const defaultPort = 4680;
+
+/**
+ * Graceful close: a request in flight finishes, and its connection then closes instead of
+ * idling in keep-alive and holding close() open. A request that arrives on an open connection
+ * meanwhile is answered 503 unavailable, in the one error envelope.
+ */
+function closeGracefully(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', (_request, _reply, done) => {
+    done(closing ? new BatonError('unavailable', 'the server is shutting down; retry shortly') : undefined);
+  });
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) void reply.header('connection', 'close');
+    done(null, payload);
+  });
+}
+
+export async function buildApp(options: ServeOptions): Promise<FastifyInstance> {
+  const { deps } = options;
+  const host = options.host ?? defaultHost;
+  const app = Fastify({
+    logger: loggerOptions(options.logger),
+    bodyLimit,
+    forceCloseConnections: 'idle',
+    return503OnClosing: false,
+  });
+  installErrorHandling(app);
+  let hosts = allowedHosts(host, options.port ?? defaultPort, options.allowedHosts);
+  app.addHook('onListen', async () => {
+    hosts = allowedHosts(host, (app.server.address() as AddressInfo).port, options.allowedHosts);
+  });
+  guardHosts(app, () => hosts);
+  closeGracefully(app);
+  installJsonParser(app);
+  await app.register(fastifyCookie);
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/v1/openapi.json', async () => openApiDocument());
+  registerSessionRoutes(app, deps);
+  registerOperationRoutes(app, deps);
+  registerMcpRoutes(app, { deps, authenticate: (request) => authenticateToken(deps, bearerToken(request)) });
+  return app;
+}
+
+function warnBeyondLoopback(app: FastifyInstance, host: string, url: string, logging: boolean): void {
+  const message =
+    `Baton is listening on ${host}, beyond this machine (${url}). Every /v1 route and /mcp requires a ` +
+    'project token, but this server speaks plain HTTP: put TLS in front of it, or tokens and session ' +
+    'cookies cross the network in clear. Only the Host names allowed by allowedHosts are served.';
+  if (logging) app.log.warn(message);
+  else process.stderr.write(`warning: ${message}\n`);
+}
+
+export async function startServer(
+  options: ServeOptions,
+): Promise<{ url: string; app: FastifyInstance; close(): Promise<void> }> {
+  const app = await buildApp(options);
+  const host = options.host ?? defaultHost;
+  try {
+    await app.listen({ host, port: options.port ?? defaultPort });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  const { port } = app.server.address() as AddressInfo;
+  const url = `http://${hostWithPort(['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host, port)}`;
+  if (!isLoopback(host)) warnBeyondLoopback(app, host, url, options.logger !== false);
+  return { url, app, close: () => app.close() };
+}

@@ -1,0 +1,184 @@
+/**
+ * The `baton` CLI with a running server: `baton serve` as a subprocess on a free port, then the
+ * same commands with --server and --token (or BATON_SERVER and BATON_TOKEN); `baton start` (what
+ * `npm start` runs) printing its address and a working token; `baton mcp` over stdio with the
+ * official MCP client; graceful stop on SIGTERM.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createClient } from '../src/client/index.ts';
+import { cliEnv, cliMain, tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
+
+interface Running {
+  readonly child: ChildProcessWithoutNullStreams;
+  stdout(): string;
+  stderr(): string;
+  /** The first match of pattern in stdout, waiting for it. */
+  waitFor(pattern: RegExp): Promise<RegExpMatchArray>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+function spawnBaton(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Running {
+  const child = spawn(process.execPath, [cliMain, ...args], { cwd, env });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    async waitFor(pattern) {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const match = out.match(pattern);
+        if (match) return match;
+        if (child.exitCode !== null || Date.now() > deadline) {
+          throw new Error(`no ${String(pattern)} in the output of baton ${args.join(' ')}:\n${out}\n${err}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+function ok(result: CliResult): CliResult {
+  expect(result.code, result.stderr).toBe(0);
+  return result;
+}
+
+let tree: WorkTree;
+const running: Running[] = [];
+
+beforeEach(async () => {
+  tree = await tempWorkTree();
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((process) => process.stop()));
+  tree.dispose();
+});
+
+describe('baton CLI with a server', () => {
+  it('serves, takes the relay over HTTP with --server and --token, and stops on SIGTERM', async () => {
+    const { token } = JSON.parse(ok(await tree.baton(['init', '--json'])).stdout) as {
+      token: { token: string };
+    };
+    const server = spawnBaton(['serve', '--port', '0', '--quiet'], tree.repo, cliEnv(tree.database));
+    running.push(server);
+    const [, url] = await server.waitFor(/Baton serving on (http:\/\/\S+) /);
+    ok(await tree.baton(['bind', 'remote-work']));
+
+    const remote = ['--server', url!, '--token', token.token];
+    const first = ok(await tree.baton(['handoff', 'Write the importer', ...remote]));
+    expect(first.stdout).toContain('Revision 1 of remote-work committed');
+    const env = { BATON_SERVER: url!, BATON_TOKEN: token.token };
+    const second = JSON.parse(
+      ok(await tree.baton(['handoff', 'Test the importer', '--json'], { env })).stdout,
+    ) as {
+      revision: { revision: number };
+    };
+    expect(second.revision.revision).toBe(2);
+    expect(ok(await tree.baton(['continue', ...remote])).stdout).toContain('Next action: Test the importer');
+    const ack = ok(
+      await tree.baton([
+        'ack',
+        'accepted',
+        '--confirm-workspace',
+        '--confirm-capability',
+        '--confirm-authorization',
+        ...remote,
+      ]),
+    );
+    expect(ack.stdout).toContain('Receipt accepted for revision 2');
+    ok(
+      await tree.baton(
+        ['outcome', '--status', 'failed', '--summary', 'Importer crashes', '--receipt', 'active'],
+        { env },
+      ),
+    );
+    const report = JSON.parse(ok(await tree.baton(['report', '--json'], { env })).stdout) as {
+      revision_count: number;
+      continuity: { outcome_state: string };
+    };
+    expect(report).toMatchObject({ revision_count: 2, continuity: { outcome_state: 'covered' } });
+
+    // The server wrote to the same ledger the local store reads.
+    const local = JSON.parse(ok(await tree.baton(['continuity', '--json'])).stdout) as {
+      outcome_state: string;
+    };
+    expect(local.outcome_state).toBe('covered');
+
+    const wrongProject = await tree.baton(['metrics', '--project', 'other'], { env });
+    expect(wrongProject.code).toBe(2);
+    expect(wrongProject.stderr).toContain('the token decides the project');
+    const badToken = await tree.baton(['metrics', '--server', url!, '--token', 'baton_nope']);
+    expect(badToken.code).toBe(1);
+    expect(badToken.stderr).toContain('unauthorized');
+
+    expect(await server.stop()).toBe(0);
+    expect(server.stderr()).toContain('stopped');
+  });
+
+  it('start (npm start) creates the project and a first token, serves, and prints both', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-start-'));
+    try {
+      const env = cliEnv('');
+      const started = spawnBaton(['start', '--port', '0', '--quiet'], dir, env);
+      running.push(started);
+      const [, url] = await started.waitFor(/Baton is running at (http:\/\/\S+)\n/);
+      const [, token] = await started.waitFor(/\n {2}(baton_\S+)\n/);
+      expect(started.stdout()).toContain('project default');
+      expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+      const client = createClient({ baseUrl: url!, token: token! });
+      expect((await client.getMetrics()).project_id).toBe('default');
+      expect(await started.stop()).toBe(0);
+
+      const again = spawnBaton(['start', '--port', '0', '--quiet'], dir, env);
+      running.push(again);
+      await again.waitFor(/Baton is running at/);
+      await again.waitFor(/Stop with Ctrl-C/);
+      expect(again.stdout()).toContain('has 1 token(s) already');
+      expect(again.stdout()).not.toMatch(/baton_[\w-]{20,}/);
+      expect(await again.stop()).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('mcp speaks MCP over stdio for the local project', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['handoff', 'Read the logs', '--scope', 'm']));
+    const client = new Client({ name: 'cli-test', version: '1.0.0' });
+    const env = Object.fromEntries(
+      Object.entries(cliEnv(tree.database)).filter(
+        (entry): entry is [string, string] => entry[1] !== undefined,
+      ),
+    );
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: [cliMain, 'mcp'], cwd: tree.repo, env }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toContain('continue_handoff');
+      const result = await client.callTool({
+        name: 'continue_handoff',
+        arguments: { scope_id: 'm', selection: 'latest' },
+      });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({ selection: { kind: 'exact', revision: 1 } });
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,311 @@
+/**
+ * The `baton` CLI end to end in a temporary Git work tree, on the local SQLite store: the Git
+ * binding, one-line handoffs, continue, ack, outcome and report; scope resolution and its
+ * refusal; exit codes and messages for bad input; --json output.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
+
+let tree: WorkTree;
+
+beforeEach(async () => {
+  tree = await tempWorkTree();
+});
+afterEach(() => tree.dispose());
+
+function ok(result: CliResult): CliResult {
+  expect(result.code, result.stderr).toBe(0);
+  return result;
+}
+
+function parsed<T = Record<string, unknown>>(result: CliResult): T {
+  return JSON.parse(ok(result).stdout) as T;
+}
+
+interface HandoffJson {
+  prepared: { digest: string; prepared_handoff: { scope_id: string; objective: string } };
+  revision: { scope_id: string; revision: number; prepared_digest: string };
+}
+
+interface SourceRefJson {
+  scope_id: string;
+  source_id: string;
+  digest: string;
+}
+
+describe('baton CLI in a Git work tree', () => {
+  it('binds once, hands off twice into one workstream, continues, acknowledges, records the outcome', async () => {
+    const init = ok(await tree.baton(['init']));
+    expect(init.stdout).toMatch(/baton_[\w-]{20,}/);
+    expect(await tree.git('status', '--porcelain')).toBe('');
+
+    const bound = ok(await tree.baton(['bind', 'parser-work']));
+    expect(bound.stdout).toContain('parser-work');
+    const file = join(tree.repo, '.git', 'baton', 'binding.json');
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({
+      schema: 'baton.workspace-binding/v1',
+      project_id: 'default',
+      scope_id: 'parser-work',
+    });
+    expect(await tree.git('status', '--porcelain', '--ignored')).toBe('');
+    expect(
+      parsed<{ binding: { scope_id: string } }>(await tree.baton(['bind', '--show', '--json'])),
+    ).toMatchObject({ binding: { scope_id: 'parser-work' } });
+
+    const first = parsed<HandoffJson>(await tree.baton(['handoff', 'Write the parser', '--json']));
+    expect(first.revision).toMatchObject({ scope_id: 'parser-work', revision: 1 });
+    const second = ok(await tree.baton(['handoff', 'Test the parser', '--state', 'The parser is written']));
+    expect(second.stdout).toContain('Revision 2 of parser-work committed');
+    // The objective carries over from the workstream's current handoff.
+    expect(second.stdout).toContain('objective:   Write the parser');
+
+    const resolution = parsed<{
+      selection: { kind: string; revision: number; digest: string };
+      evidence: string;
+    }>(await tree.baton(['continue', '--json']));
+    expect(resolution.selection).toMatchObject({ kind: 'exact', revision: 2 });
+    expect(resolution.evidence).toBe('available');
+    const human = ok(await tree.baton(['continue']));
+    expect(human.stdout).toContain('Next action: Test the parser');
+    expect(human.stdout).toContain('Trust: untrusted_history');
+    expect(human.stdout).toContain('baton ack accepted --revision 2');
+
+    const unconfirmed = await tree.baton(['ack', 'accepted', '--confirm-workspace']);
+    expect(unconfirmed.code).toBe(1);
+    expect(unconfirmed.stderr).toContain('fix --confirm-capability');
+    expect(unconfirmed.stderr).toContain('fix --confirm-authorization');
+
+    const ack = parsed<{
+      receipt: { source_ref: SourceRefJson };
+      record: { status: string; target: object };
+    }>(
+      await tree.baton([
+        'ack',
+        'accepted',
+        '--confirm-workspace',
+        '--confirm-capability',
+        '--confirm-authorization',
+        '--json',
+      ]),
+    );
+    expect(ack.record.status).toBe('accepted');
+    expect(ack.record.target).toEqual(resolution.selection);
+
+    const awaiting = parsed<{ outcome_state: string }>(await tree.baton(['continuity', '--json']));
+    expect(awaiting.outcome_state).toBe('awaiting_outcome');
+
+    const outcome = parsed<{ record: { handoff_receipt_ref: SourceRefJson; checks: unknown[] } }>(
+      await tree.baton([
+        'outcome',
+        '--status',
+        'succeeded',
+        '--summary',
+        'Parser tests pass',
+        '--check',
+        'unit tests=passed',
+        '--check',
+        'docs=skipped',
+        '--receipt',
+        ack.receipt.source_ref.source_id,
+        '--json',
+      ]),
+    );
+    expect(outcome.record.handoff_receipt_ref).toEqual(ack.receipt.source_ref);
+    expect(outcome.record.checks).toEqual([
+      { name: 'unit tests', status: 'passed', basis: 'declared', evidence: [] },
+      { name: 'docs', status: 'skipped', basis: 'declared', evidence: [] },
+    ]);
+
+    const report = ok(await tree.baton(['report']));
+    expect(report.stdout).toContain('revision 2 of 2');
+    expect(report.stdout).toContain('Transfer: **accepted** · outcome: **covered**');
+    const reportJson = parsed<{ revision_count: number; continuity: { outcome_state: string } }>(
+      await tree.baton(['report', '--json']),
+    );
+    expect(reportJson.revision_count).toBe(2);
+    expect(reportJson.continuity.outcome_state).toBe('covered');
+
+    const metrics = parsed<{ handoff_result_coverage_rate: { rate: number } }>(
+      await tree.baton(['metrics', '--json']),
+    );
+    expect(metrics.handoff_result_coverage_rate.rate).toBe(1);
+    expect(await tree.git('status', '--porcelain')).toBe('');
+
+    ok(await tree.baton(['unbind']));
+    expect(existsSync(file)).toBe(false);
+    expect(ok(await tree.baton(['bind', '--show'])).stdout).toContain('not bound');
+  });
+
+  it('refuses to choose between workstreams when none is named or bound, and lists them', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['capture', '--scope', 'alpha', '--source-id', 'n', '--text', 'a']));
+    ok(await tree.baton(['capture', '--scope', 'beta', '--source-id', 'n', '--text', 'b']));
+
+    for (const args of [['handoff', 'Do the next thing'], ['continue'], ['ack', 'accepted']]) {
+      const refused = await tree.baton(args);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.stderr).toContain('Baton does not choose one for you');
+      expect(refused.stderr).toMatch(/\n {2}alpha\n {2}beta\n/);
+      expect(refused.stderr).toContain('baton bind SCOPE_ID');
+    }
+    // Even a single workstream is never picked silently.
+    const lone = await tempWorkTree();
+    try {
+      ok(await lone.baton(['init']));
+      ok(await lone.baton(['capture', '--scope', 'only', '--source-id', 'n', '--text', 'a']));
+      const refused = await lone.baton(['continuity']);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('  only');
+    } finally {
+      lone.dispose();
+    }
+  });
+
+  it('resolves the scope as --scope > BATON_SCOPE > binding', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'bound']));
+    const env = { BATON_SCOPE: 'from-env' };
+    const viaEnv = parsed<HandoffJson>(await tree.baton(['handoff', 'env wins', '--json'], { env }));
+    expect(viaEnv.revision.scope_id).toBe('from-env');
+    const viaOption = parsed<HandoffJson>(
+      await tree.baton(['handoff', 'option wins', '--scope', 'explicit', '--json'], { env }),
+    );
+    expect(viaOption.revision.scope_id).toBe('explicit');
+    const viaBinding = parsed<HandoffJson>(await tree.baton(['handoff', 'binding', '--json']));
+    expect(viaBinding.revision.scope_id).toBe('bound');
+  });
+
+  it('retries a one-line handoff without storing a second boundary, and commits a prepared one', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    const prepared = parsed<{ digest: string; boundary_receipt: { position: number } }>(
+      await tree.baton(['handoff', 'Ship it', '--no-commit', '--json']),
+    );
+    const again = parsed<{ digest: string; boundary_receipt: { position: number } }>(
+      await tree.baton(['handoff', 'Ship it', '--no-commit', '--json']),
+    );
+    expect(again).toEqual(prepared);
+    const committed = parsed<{ revision: number }>(
+      await tree.baton(['commit', '--prepared', prepared.digest, '--expected-head', '0', '--json']),
+    );
+    expect(committed.revision).toBe(1);
+    const stale = await tree.baton(['commit', '--prepared', prepared.digest, '--expected-head', '1']);
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain('precondition_failed');
+  });
+
+  it('records contracts and needs-clarification, and reviews experience', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    const contract = parsed<{
+      trust: string;
+      record: { completion_criteria: string[]; exclusions: string[] };
+    }>(
+      await tree.baton([
+        'contract',
+        '--objective',
+        'Export CSV',
+        '--criterion',
+        'totals match',
+        '--criterion',
+        'UTF-8',
+        '--exclude',
+        'PDF',
+        '--authorization-note',
+        'may not deploy',
+        '--json',
+      ]),
+    );
+    expect(contract.trust).toBe('untrusted_input');
+    expect(contract.record.completion_criteria).toEqual(['totals match', 'UTF-8']);
+    ok(await tree.baton(['handoff', 'Write the exporter']));
+    expect(ok(await tree.baton(['context'])).stdout).toContain('Work contract');
+    const noReason = await tree.baton(['ack', 'needs-clarification']);
+    expect(noReason.code).toBe(1);
+    expect(noReason.stderr).toContain('fix --reason');
+    const clarify = parsed<{ record: { status: string; reason: string } }>(
+      await tree.baton([
+        'ack',
+        'needs-clarification',
+        '--revision',
+        '1',
+        '--reason',
+        'which encoding?',
+        '--json',
+      ]),
+    );
+    expect(clarify.record).toMatchObject({ status: 'needs_clarification', reason: 'which encoding?' });
+    const outcome = ok(await tree.baton(['outcome', '--status', 'partial', '--summary', 'half done']));
+    expect(outcome.stdout).toContain('Task outcome partial: half done');
+    const [candidate] = parsed<{ candidate: SourceRefJson; status: string }[]>(
+      await tree.baton(['experience', 'list', '--json']),
+    );
+    expect(candidate?.status).toBe('pending');
+    const reviewed = ok(
+      await tree.baton([
+        'experience',
+        'review',
+        candidate!.candidate.source_id,
+        '--decision',
+        'rejected',
+        '--note',
+        'one attempt',
+      ]),
+    );
+    expect(reviewed.stdout).toContain('is rejected');
+  });
+
+  it('answers bad input with exit 2 (usage) or 1 (the operation failed) and says what to fix', async () => {
+    ok(await tree.baton(['init']));
+    const usage: [string[], string][] = [
+      [['handoff', '--scope', 'w'], 'say the next action'],
+      [['ack', 'maybe', '--scope', 'w'], 'is not accepted, needs-clarification or declined'],
+      [['outcome', '--scope', 'w', '--status', 'great', '--summary', 's'], 'succeeded, partial'],
+      [
+        ['outcome', '--scope', 'w', '--status', 'failed', '--summary', 's', '--check', 'x'],
+        '--check NAME=STATUS',
+      ],
+      [['continue', '--scope', 'w', '--revision', 'two'], '--revision takes a whole number'],
+      [['contract', '--scope', 'w', '--objective', 'o'], '--criterion'],
+      [['commit', '--scope', 'w', '--prepared', 'abc', '--expected-head', '0'], 'sha256:<64 hex>'],
+      [['metrics', '--server', 'http://127.0.0.1:9'], 'needs a token'],
+      [['handoff', 'x', '--scope', ' bad'], 'not a scope_id'],
+      [['bind'], 'SCOPE_ID'],
+      [['experience'], 'baton experience list'],
+      [['report', '--frobnicate'], "Unknown option '--frobnicate'"],
+    ];
+    const results = await Promise.all(usage.map(([args]) => tree.baton(args)));
+    usage.forEach(([args, message], index) => {
+      expect(results[index]!.code, args.join(' ')).toBe(2);
+      expect(results[index]!.stderr, args.join(' ')).toContain(message);
+    });
+    const missing = await tree.baton(['continue', '--scope', 'nothing']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('not_found');
+    const jsonError = await tree.baton(['continue', '--scope', 'nothing', '--json']);
+    expect(jsonError.code).toBe(1);
+    expect(JSON.parse(jsonError.stderr)).toMatchObject({ error: { code: 'not_found' } });
+    const noProject = await tree.baton(['metrics', '--project', 'ghost']);
+    expect(noProject.code).toBe(1);
+    expect(noProject.stderr).toContain('baton init --project ghost');
+    const outside = await tree.baton(['bind', 'w'], { cwd: tree.dir });
+    expect(outside.code).toBe(1);
+    expect(outside.stderr).toContain('not inside a Git work tree');
+    const unreadable = await tree.baton([
+      'capture',
+      '--scope',
+      'w',
+      '--source-id',
+      'f',
+      '--file',
+      'missing.txt',
+    ]);
+    expect(unreadable.code).toBe(1);
+    expect(unreadable.stderr).toContain('ENOENT');
+    const unreachable = await tree.baton(['metrics', '--server', 'http://127.0.0.1:9', '--token', 'baton_x']);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toContain('unavailable');
+  });
+});

@@ -1,0 +1,247 @@
+/**
+ * The typed client against a real Baton server (src/http/server.ts on a free port, SQLite in a
+ * temporary folder): one method per registry operation, GET as query parameters, POST as JSON,
+ * bearer auth, and every failure as a BatonError with the server's code and data.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createToken } from '../src/app/auth.ts';
+import type { AppDeps } from '../src/app/deps.ts';
+import { operations } from '../src/app/operations.ts';
+import { createClient, methodName, type BatonClient, type OperationId } from '../src/client/index.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { BatonError } from '../src/core/errors.ts';
+import { startServer } from '../src/http/server.ts';
+import { tempSqliteStore } from './helpers/sqlite.ts';
+
+/** Every operation the client types, as a value: the compiler checks it lists them all. */
+const typed: Record<OperationId, true> = {
+  capture_source: true,
+  retract_source: true,
+  create_work_contract: true,
+  handoff_current_work: true,
+  commit_handoff: true,
+  continue_handoff: true,
+  acknowledge_handoff: true,
+  record_task_outcome: true,
+  get_report: true,
+  get_work_continuity: true,
+  list_experience_candidates: true,
+  review_experience: true,
+  prepare_context: true,
+  get_metrics: true,
+};
+
+let opened: Awaited<ReturnType<typeof tempSqliteStore>>;
+let server: { url: string; close(): Promise<void> };
+let token: string;
+let readOnly: string;
+let client: BatonClient;
+const requests: { method: string; url: URL; headers: Headers; body: string | undefined }[] = [];
+
+const recordingFetch: typeof fetch = async (input, init) => {
+  requests.push({
+    method: init?.method ?? 'GET',
+    url: new URL(input instanceof Request ? input.url : input),
+    headers: new Headers(init?.headers),
+    body: typeof init?.body === 'string' ? init.body : undefined,
+  });
+  return fetch(input, init);
+};
+
+async function rejection(promise: Promise<unknown>): Promise<BatonError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(BatonError);
+  return error as BatonError;
+}
+
+beforeAll(async () => {
+  opened = await tempSqliteStore();
+  const deps: AppDeps = { store: opened.store, clock: systemClock };
+  await opened.store.createProject('alpha');
+  await opened.store.createProject('beta');
+  token = (await createToken(deps, { project_id: 'alpha' })).token;
+  readOnly = (await createToken(deps, { project_id: 'alpha', read_only: true })).token;
+  server = await startServer({ deps, port: 0, logger: false });
+  client = createClient({ baseUrl: server.url, token, fetch: recordingFetch });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await opened?.dispose();
+});
+
+describe('typed client', () => {
+  it('has one method per registry operation, named in camelCase', () => {
+    expect(Object.keys(typed).sort()).toEqual(operations.map((operation) => operation.operationId).sort());
+    for (const { operationId } of operations) {
+      expect(
+        typeof (client as unknown as Record<string, unknown>)[methodName(operationId)],
+        operationId,
+      ).toBe('function');
+    }
+    expect(methodName('list_experience_candidates')).toBe('listExperienceCandidates');
+  });
+
+  it('runs the whole relay: contract, handoff, commit, continue, ack, outcome, report', async () => {
+    const scope_id = 'billing';
+    const contract = await client.createWorkContract({
+      scope_id,
+      source_id: 'contract-1',
+      objective: 'Export invoices as CSV',
+      completion_criteria: ['CSV totals match'],
+    });
+    expect(contract.trust).toBe('untrusted_input');
+    expect(contract.receipt.position).toBe(1);
+
+    const log = await client.captureSource({ scope_id, source_id: 'log-1', content: 'tests green' });
+    const prepared = await client.handoffCurrentWork({
+      scope_id,
+      source_id: 'boundary-1',
+      objective: 'Export invoices as CSV',
+      disposition: 'continue',
+      current_state: [{ text: 'tests pass', basis: 'verified', evidence: [log.source_ref] }],
+      next_action: { text: 'Compare totals on real data', basis: 'declared' },
+    });
+    expect(prepared.prepared_handoff.base_revision).toBe(0);
+    const revision = await client.commitHandoff({ scope_id, prepared: prepared.digest, expected_head: 0 });
+    expect(revision.revision).toBe(1);
+
+    const resolution = await client.continueHandoff({ scope_id, selection: 'latest' });
+    expect(resolution.selection).toEqual({ kind: 'exact', revision: 1, digest: revision.prepared_digest });
+    expect(resolution.evidence).toBe('available');
+
+    const ack = await client.acknowledgeHandoff({
+      scope_id,
+      source_id: 'receipt-1',
+      target: { exact: 1 },
+      status: 'accepted',
+      receiver_checks: { live_workspace: 'confirmed', capability: 'confirmed', authorization: 'confirmed' },
+    });
+    expect(ack.record.status).toBe('accepted');
+
+    const outcome = await client.recordTaskOutcome({
+      scope_id,
+      source_id: 'outcome-1',
+      objective: 'Export invoices as CSV',
+      status: 'succeeded',
+      summary: 'Totals match',
+      handoff_receipt_ref: ack.receipt.source_ref,
+      checks: [{ name: 'unit', status: 'passed', basis: 'verified', evidence: [log.source_ref] }],
+    });
+    expect(outcome.record.handoff_receipt_ref).toEqual(ack.receipt.source_ref);
+
+    const continuity = await client.getWorkContinuity({ scope_id });
+    expect(continuity.transfer_state).toBe('accepted');
+    expect(continuity.outcome_state).toBe('covered');
+
+    const workstream = await client.getReport({ scope_id });
+    expect(workstream.revision_count).toBe(1);
+    const project = await client.getReport();
+    expect(project.project_id).toBe('alpha');
+    expect(project.workstreams.map((w) => w.scope_id)).toEqual([scope_id]);
+    const markdown = await client.getReport({ scope_id, format: 'markdown' });
+    expect(markdown.markdown).toContain('Compare totals on real data');
+
+    const [candidate] = await client.listExperienceCandidates({ scope_id });
+    expect(candidate?.status).toBe('pending');
+    const reviewed = await client.reviewExperience({
+      scope_id,
+      candidate: candidate!.candidate,
+      decision: 'approved',
+      note: 'holds',
+    });
+    expect(reviewed.candidate.status).toBe('approved');
+    const context = await client.prepareContext({ scope_id });
+    expect(context.handoff?.revision).toBe(1);
+    expect(context.experience).toHaveLength(1);
+    const metrics = await client.getMetrics();
+    expect(metrics.handoff_result_coverage_rate.rate).toBe(1);
+
+    const retracted = await client.retractSource({ scope_id, source_id: 'log-1', reason: 'test' });
+    expect(retracted.retracted).not.toBeNull();
+    const after = await client.invoke('continue_handoff', { scope_id, selection: { exact: 1 } });
+    expect(after.evidence).toBe('unavailable');
+  });
+
+  it('sends GET input as query parameters and POST input as JSON, with the bearer token', async () => {
+    requests.length = 0;
+    await client.getWorkContinuity({ scope_id: 'billing', through: 1 });
+    await client.captureSource({ scope_id: 'notes', source_id: 'n', content: { a: 1 } });
+    const [get, post] = requests;
+    expect(get?.method).toBe('GET');
+    expect(get?.url.pathname).toBe('/v1/work/continuity');
+    expect(Object.fromEntries(get!.url.searchParams)).toEqual({ scope_id: 'billing', through: '1' });
+    expect(get?.body).toBeUndefined();
+    expect(get?.headers.get('authorization')).toBe(`Bearer ${token}`);
+    expect(post?.method).toBe('POST');
+    expect(post?.url.pathname).toBe('/v1/work/sources/capture');
+    expect(post?.headers.get('content-type')).toBe('application/json');
+    expect(JSON.parse(post!.body!)).toEqual({ scope_id: 'notes', source_id: 'n', content: { a: 1 } });
+  });
+
+  it("surfaces the server's error as a BatonError with its code, message and data", async () => {
+    const conflict = await rejection(client.captureSource({ scope_id: 'notes', source_id: 'n', content: 2 }));
+    expect(conflict.code).toBe('conflict');
+    expect(conflict.data.source_id).toBe('n');
+    expect(conflict.data.existing_digest).toMatch(/^sha256:/);
+
+    const invalid = await rejection(
+      client.createWorkContract({ scope_id: 'x', source_id: 'c', objective: 'o', completion_criteria: [] }),
+    );
+    expect(invalid.code).toBe('invalid_input');
+    expect(invalid.data.issues).toEqual([expect.objectContaining({ path: 'completion_criteria' })]);
+
+    const missing = await rejection(
+      client.continueHandoff({ scope_id: 'nothing-here', selection: 'latest' }),
+    );
+    expect(missing.code).toBe('not_found');
+
+    const stale = await rejection(
+      client.commitHandoff({ scope_id: 'billing', prepared: `sha256:${'0'.repeat(64)}`, expected_head: 0 }),
+    );
+    expect(stale.code).toBe('not_found');
+
+    const unknown = createClient({ baseUrl: server.url, token: 'baton_not-a-real-token' });
+    expect((await rejection(unknown.getMetrics())).code).toBe('unauthorized');
+
+    const reader = createClient({ baseUrl: server.url, token: readOnly });
+    expect((await reader.getMetrics()).project_id).toBe('alpha');
+    const forbidden = await rejection(
+      reader.captureSource({ scope_id: 'notes', source_id: 'r', content: 1 }),
+    );
+    expect(forbidden.code).toBe('forbidden');
+  });
+
+  it('turns a network failure into BatonError unavailable', async () => {
+    const closed = await startServer({
+      deps: { store: opened.store, clock: systemClock },
+      port: 0,
+      logger: false,
+    });
+    await closed.close();
+    const offline = createClient({ baseUrl: closed.url, token });
+    const error = await rejection(offline.getMetrics());
+    expect(error.code).toBe('unavailable');
+    expect(error.message).toContain(closed.url);
+  });
+
+  it('keeps a path prefix of the base URL and maps a bare error status to a code', async () => {
+    const seen: string[] = [];
+    const answer =
+      (status: number, body: string): typeof fetch =>
+      async (input) => {
+        seen.push(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+        return new Response(body, { status, headers: { 'content-type': 'application/json' } });
+      };
+    const prefixed = createClient({ baseUrl: 'http://baton.test/api', token, fetch: answer(200, '{}') });
+    await prefixed.getMetrics();
+    expect(seen).toEqual(['http://baton.test/api/v1/work/metrics']);
+    const gateway = createClient({ baseUrl: 'http://baton.test', token, fetch: answer(502, 'Bad gateway') });
+    const error = await rejection(gateway.getMetrics());
+    expect(error.code).toBe('unavailable');
+    expect(error.data).toEqual({ status: 502 });
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * The server's life: close() lets a request in flight finish, refuses new ones and leaves the
+ * caller's store open; listening beyond loopback warns at start; a taken port fails cleanly.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AppDeps } from '../src/app/deps.ts';
+import { startServer } from '../src/http/server.ts';
+import { callServer, inputs, seedTokens, type Tokens } from './helpers/http.ts';
+import { backends, withOverrides, type OpenedStore } from './helpers/stores.ts';
+
+describe('server lifecycle', () => {
+  let opened: OpenedStore;
+  let deps: AppDeps;
+  let tokens: Tokens;
+
+  beforeEach(async () => {
+    opened = await backends[0]!.open();
+    ({ deps, tokens } = await seedTokens(opened.store));
+  });
+  afterEach(() => opened.dispose());
+
+  it('finishes a request in flight on close, refuses new connections, and leaves the store open', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered: () => void = () => {};
+    const started = new Promise<void>((resolve) => (entered = resolve));
+    const store = withOverrides(opened.store, {
+      captureSource: async (scope, source) => {
+        entered();
+        await gate;
+        return opened.store.captureSource(scope, source);
+      },
+    });
+    const server = await startServer({ deps: { ...deps, store }, port: 0, logger: false });
+    const inFlight = callServer(server.url, tokens.writer, 'POST', '/v1/work/sources/capture', {
+      body: inputs.capture('slow'),
+    });
+    await started;
+    const closed = server.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+    release();
+    const reply = await inFlight;
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ position: 1 });
+    await closed;
+    expect(
+      (await opened.store.getStream({ project_id: 'acme', kind: 'scope', scope_id: 'relay' })).head,
+    ).toBe(1);
+  });
+
+  it('warns at start when it listens beyond loopback', async () => {
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const server = await startServer({ deps, host: '0.0.0.0', port: 0, logger: false });
+      await server.close();
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const warning = write.mock.calls.map((call) => String(call[0])).join('');
+      expect(warning).toContain('listening on 0.0.0.0, beyond this machine');
+      expect(warning).toContain('requires a project token');
+    } finally {
+      write.mockRestore();
+    }
+  });
+
+  it('does not warn on loopback, and fails cleanly on a taken port', async () => {
+    const write = vi.spyOn(process.stderr, 'write');
+    const first = await startServer({ deps, port: 0, logger: false });
+    try {
+      expect(write.mock.calls.map((call) => String(call[0])).join('')).not.toContain('beyond this machine');
+      const port = Number(new URL(first.url).port);
+      await expect(startServer({ deps, port, logger: false })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    } finally {
+      write.mockRestore();
+      await first.close();
+    }
+  });
+});

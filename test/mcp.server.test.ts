@@ -1,0 +1,70 @@
+/**
+ * /mcp as `baton serve` mounts it (buildApp): the SDK client works behind the server's Host and
+ * Origin guard, and a foreign Host never reaches a session.
+ */
+import { request as httpRequest } from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createToken } from '../src/app/auth.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { startServer } from '../src/http/server.ts';
+import { tempSqliteStore } from './helpers/sqlite.ts';
+import { ok, toolNames } from './helpers/mcp.ts';
+
+/** A POST whose Host header is sent as given (fetch would replace it). */
+function postWithHost(url: URL, host: string, token: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          host,
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+      },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode);
+      },
+    );
+    request.on('error', reject);
+    request.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+  });
+}
+
+describe('MCP on the Baton HTTP server', () => {
+  let harness: Awaited<ReturnType<typeof tempSqliteStore>>;
+  let server: Awaited<ReturnType<typeof startServer>>;
+  let token: string;
+
+  beforeEach(async () => {
+    harness = await tempSqliteStore();
+    const deps = { store: harness.store, clock: systemClock };
+    await deps.store.createProject('acme');
+    token = (await createToken(deps, { project_id: 'acme' })).token;
+    server = await startServer({ deps, port: 0, logger: false });
+  });
+  afterEach(async () => {
+    await server.close();
+    await harness.dispose();
+  });
+
+  it('serves the tools at /mcp and refuses a foreign Host with 403', async () => {
+    const url = new URL('/mcp', server.url);
+    const client = new Client({ name: 'baton-test', version: '0.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(url, {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames].sort());
+    expect(await ok(client, 'get_report', {})).toMatchObject({ result: { project_id: 'acme' } });
+    expect(await postWithHost(url, `rebound.example:${url.port}`, token)).toBe(403);
+    // The client stays connected: closing the server ends its session.
+  });
+});

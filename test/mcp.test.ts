@@ -1,0 +1,391 @@
+/**
+ * The MCP server end to end with the official SDK client: over stdio (a child process, as
+ * `baton mcp` runs) and over Streamable HTTP at /mcp on Fastify, plus the tool-error contract.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import process from 'node:process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { authenticateToken, createToken } from '../src/app/auth.ts';
+import type { AppDeps } from '../src/app/deps.ts';
+import { findOperation } from '../src/app/operations.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { registerMcpRoutes } from '../src/mcp/http.ts';
+import { createMcpServer } from '../src/mcp/server.ts';
+import { withOverrides } from './helpers/stores.ts';
+import { tempSqliteStore } from './helpers/sqlite.ts';
+import {
+  confirmed,
+  fail,
+  noAuthorityPattern,
+  ok,
+  readTools,
+  runContinuityLoop,
+  toolNames,
+} from './helpers/mcp.ts';
+
+const entry = join(import.meta.dirname, 'helpers', 'mcp-stdio-entry.ts');
+
+function newClient(): Client {
+  return new Client({ name: 'baton-test', version: '0.0.0' });
+}
+
+/** One committed revision in scope_id, so acknowledgements have something to name. */
+async function commitOne(client: Client, scope_id: string): Promise<void> {
+  const prepared = await ok<{ digest: string }>(client, 'handoff_current_work', {
+    scope_id,
+    source_id: 'boundary-1',
+    objective: 'Ship it',
+    disposition: 'continue',
+    next_action: { text: 'Run the tests', basis: 'declared' },
+  });
+  await ok(client, 'commit_handoff', { scope_id, prepared: prepared.digest, expected_head: 0 });
+}
+
+describe('MCP over stdio', () => {
+  let dir: string;
+  let client: Client;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-mcp-'));
+    client = newClient();
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [entry, join(dir, 'baton.db')],
+        stderr: 'inherit',
+      }),
+    );
+  });
+  afterAll(async () => {
+    await client.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists exactly the nine tools, each saying it grants no authority, with annotations', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames].sort());
+    for (const tool of tools) {
+      expect(tool.description).toMatch(noAuthorityPattern);
+      expect(tool.annotations).toEqual({
+        title: expect.any(String) as string,
+        readOnlyHint: readTools.includes(tool.name),
+        destructiveHint: false,
+        idempotentHint: findOperation(tool.name)!.idempotent,
+        openWorldHint: false,
+      });
+      // The project comes from the principal, never from the arguments.
+      expect(tool.inputSchema.properties ?? {}).not.toHaveProperty('project_id');
+      expect(tool.inputSchema).toMatchObject({ type: 'object', additionalProperties: false });
+    }
+    const acknowledge = tools.find((tool) => tool.name === 'acknowledge_handoff')!;
+    expect(acknowledge.inputSchema.required).toEqual(
+      expect.arrayContaining(['scope_id', 'source_id', 'target', 'status', 'receiver_checks']),
+    );
+    expect(client.getInstructions()).toMatch(/untrusted/);
+  });
+
+  it('runs a whole continuity loop through the tools, to covered', async () => {
+    await runContinuityLoop(client, 'stdio-loop');
+  });
+
+  it('refuses latest in acknowledge_handoff and points to continue_handoff', async () => {
+    await commitOne(client, 'stdio-latest');
+    const error = await fail(client, 'acknowledge_handoff', {
+      scope_id: 'stdio-latest',
+      source_id: 'receipt-1',
+      target: 'latest',
+      status: 'accepted',
+      receiver_checks: confirmed,
+    });
+    expect(error.code).toBe('invalid_input');
+    expect(error.text).toContain('continue_handoff');
+    expect(error.details).toEqual({ issues: [{ path: 'target', message: expect.any(String) as string }] });
+  });
+
+  it('reports a malformed body as invalid_input naming the field, and writes nothing', async () => {
+    const error = await fail(client, 'create_work_contract', {
+      scope_id: 'stdio-bad',
+      source_id: 'contract-1',
+      objective: 'No criteria',
+      completion_criteria: [],
+    });
+    expect(error.code).toBe('invalid_input');
+    expect(error.text).toContain('completion_criteria');
+    expect(error.details.issues).toEqual([
+      { path: 'completion_criteria', message: expect.any(String) as string },
+    ]);
+
+    const wrongType = await fail(client, 'acknowledge_handoff', {
+      scope_id: 'stdio-bad',
+      source_id: 'receipt-1',
+      target: { exact: 1 },
+      status: 'accepted',
+      receiver_checks: { ...confirmed, capability: 'yes' },
+    });
+    expect(wrongType.code).toBe('invalid_input');
+    expect(wrongType.text).toContain('receiver_checks.capability');
+
+    const otherProject = await fail(client, 'prepare_context', {
+      scope_id: 'stdio-bad',
+      project_id: 'other',
+    });
+    expect(otherProject.code).toBe('invalid_input');
+    expect(otherProject.text).toContain('project_id');
+
+    expect(await ok(client, 'get_report', {})).toMatchObject({
+      result: {
+        workstreams: expect.not.arrayContaining([
+          expect.objectContaining({ scope_id: 'stdio-bad' }),
+        ]) as unknown[],
+      },
+    });
+  });
+
+  it('carries what a caller needs to recover from a stale head', async () => {
+    await commitOne(client, 'stdio-stale');
+    const prepared = await ok<{ digest: string }>(client, 'handoff_current_work', {
+      scope_id: 'stdio-stale',
+      source_id: 'boundary-2',
+      objective: 'Ship it',
+      disposition: 'continue',
+      next_action: { text: 'Run the tests again', basis: 'declared' },
+    });
+    const error = await fail(client, 'commit_handoff', {
+      scope_id: 'stdio-stale',
+      prepared: prepared.digest,
+      expected_head: 0,
+    });
+    expect(error).toMatchObject({
+      code: 'precondition_failed',
+      details: { base_revision: 1, expected_head: 0 },
+    });
+  });
+
+  it('exits by itself when stdin closes', async () => {
+    const child = spawn(process.execPath, [entry, join(dir, 'exit.db')], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    child.stdin.end();
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+  });
+});
+
+describe('MCP tool errors in process', () => {
+  let harness: Awaited<ReturnType<typeof tempSqliteStore>>;
+  beforeEach(async () => {
+    harness = await tempSqliteStore();
+    await harness.store.createProject('acme');
+  });
+  afterEach(() => harness.dispose());
+
+  it('turns an unexpected failure into an internal tool error and keeps serving', async () => {
+    const seen: string[] = [];
+    const store = withOverrides(harness.store, {
+      revisionHead: () => Promise.reject(new Error('disk on fire at /secret/path')),
+    });
+    const server = createMcpServer({
+      deps: { store, clock: systemClock },
+      principal: { project_id: 'acme', token_id: 'local', read_only: false },
+      onError: (_error, tool) => seen.push(tool),
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = newClient();
+    await client.connect(clientSide);
+    const error = await fail(client, 'prepare_context', { scope_id: 'x' });
+    expect(error.code).toBe('internal');
+    expect(error.text).not.toContain('/secret/path');
+    expect(seen).toEqual(['prepare_context']);
+    expect(await ok(client, 'get_report', {})).toMatchObject({ trust: 'untrusted_history' });
+    await client.close();
+  });
+});
+
+describe('MCP over Streamable HTTP', () => {
+  let harness: Awaited<ReturnType<typeof tempSqliteStore>>;
+  let deps: AppDeps;
+  let app: FastifyInstance;
+  let url: URL;
+  let writer: string;
+  let reader: string;
+  let stranger: string;
+  const clients: Client[] = [];
+
+  function bearer(request: FastifyRequest): string | undefined {
+    const header = request.headers.authorization;
+    return header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
+  }
+
+  async function connect(
+    token: string,
+  ): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
+    const client = newClient();
+    await client.connect(transport);
+    clients.push(client);
+    return { client, transport };
+  }
+
+  /** A raw JSON-RPC POST to /mcp, as any HTTP client could send it. */
+  function post(
+    headers: Record<string, string>,
+    body: unknown = { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  ) {
+    return fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': LATEST_PROTOCOL_VERSION,
+        ...headers,
+      },
+      body: JSON.stringify(body),
+    });
+  }
+
+  beforeEach(async () => {
+    harness = await tempSqliteStore();
+    deps = { store: harness.store, clock: systemClock };
+    await deps.store.createProject('acme');
+    await deps.store.createProject('other');
+    writer = (await createToken(deps, { project_id: 'acme' })).token;
+    reader = (await createToken(deps, { project_id: 'acme', read_only: true })).token;
+    stranger = (await createToken(deps, { project_id: 'other' })).token;
+    app = Fastify();
+    registerMcpRoutes(app, { deps, authenticate: (request) => authenticateToken(deps, bearer(request)) });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    if (address === null || typeof address === 'string') throw new Error('no TCP address');
+    url = new URL(`http://127.0.0.1:${address.port}/mcp`);
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    await app.close();
+    await harness.dispose();
+  });
+
+  it('lists the tools and runs a whole continuity loop', async () => {
+    const { client } = await connect(writer);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames].sort());
+    await runContinuityLoop(client, 'http-loop');
+  });
+
+  it('reports bad input as a tool error', async () => {
+    const { client } = await connect(writer);
+    const error = await fail(client, 'continue_handoff', { scope_id: 'http', selection: { exact: 0 } });
+    expect(error.code).toBe('invalid_input');
+    expect(error.text).toContain('selection');
+    const none = await fail(client, 'continue_handoff', { scope_id: 'http', selection: 'latest' });
+    expect(none.code).toBe('not_found');
+  });
+
+  it('serves a session only to the token that opened it', async () => {
+    const { client, transport } = await connect(writer);
+    await ok(client, 'get_report', {});
+    const sessionId = transport.sessionId!;
+    expect(sessionId).toMatch(/^[0-9a-f-]{36}$/);
+
+    for (const token of [stranger, reader]) {
+      const response = await post({ authorization: `Bearer ${token}`, 'mcp-session-id': sessionId });
+      expect(response.status).toBe(404);
+      expect(await response.json()).toEqual({
+        jsonrpc: '2.0',
+        error: { code: -32001, message: 'Session not found' },
+        id: null,
+      });
+    }
+    const anonymous = await post({ 'mcp-session-id': sessionId });
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ error: { code: 'unauthorized' } });
+
+    // The other project's own session sees nothing of acme.
+    const other = await connect(stranger);
+    expect(await ok(other.client, 'get_report', {})).toMatchObject({
+      result: { project_id: 'other', workstreams: [] },
+    });
+  });
+
+  it('answers 401 with a JSON body without a valid token, and opens no session', async () => {
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: LATEST_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'x', version: '0' },
+      },
+    };
+    for (const headers of [{}, { authorization: 'Bearer baton_nonsense' }] as Record<string, string>[]) {
+      const response = await post(headers, initialize);
+      expect(response.status).toBe(401);
+      expect(response.headers.get('mcp-session-id')).toBeNull();
+      expect(await response.json()).toMatchObject({
+        error: { code: 'unauthorized', message: expect.any(String) as string },
+      });
+    }
+    await expect(connect('baton_nonsense')).rejects.toThrow();
+  });
+
+  it('lets a read-only token read but not write', async () => {
+    const { client } = await connect(reader);
+    const error = await fail(client, 'create_work_contract', {
+      scope_id: 'http',
+      source_id: 'contract-1',
+      objective: 'Nope',
+      completion_criteria: ['never'],
+    });
+    expect(error).toMatchObject({ code: 'forbidden', details: { token_id: expect.any(String) as string } });
+    expect(await ok(client, 'prepare_context', {})).toMatchObject({ result: { experience: [] } });
+  });
+
+  it('refuses a request without a session that is not an initialize', async () => {
+    const response = await post({ authorization: `Bearer ${writer}` });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
+  });
+
+  it('ends a session on DELETE', async () => {
+    const { transport } = await connect(writer);
+    const sessionId = transport.sessionId!;
+    await transport.terminateSession();
+    const response = await post({ authorization: `Bearer ${writer}`, 'mcp-session-id': sessionId });
+    expect(response.status).toBe(404);
+  });
+
+  it('refuses an Origin other than the Host it was sent to with 403', async () => {
+    const { transport } = await connect(writer);
+    const session = { authorization: `Bearer ${writer}`, 'mcp-session-id': transport.sessionId! };
+    const localhost = `http://localhost:${url.port}`;
+    for (const origin of ['http://evil.example', 'null', localhost, `ftp://127.0.0.1:${url.port}`]) {
+      const response = await post({ ...session, origin });
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
+    }
+    const same = await post({ ...session, origin: url.origin });
+    expect(same.status).toBe(200);
+    await same.body?.cancel();
+  });
+
+  it('closes open sessions when the app closes', async () => {
+    const { client } = await connect(writer);
+    await ok(client, 'get_report', {});
+    const started = Date.now();
+    await app.close();
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
