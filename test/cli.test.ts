@@ -38,6 +38,7 @@ describe('baton CLI', () => {
     expect(result.stdout).toContain('project default');
     expect(result.stdout).toContain('Next:');
     expect(readFileSync(join(dir, '.baton/baton.db')).length).toBeGreaterThan(0);
+    expect(readFileSync(join(dir, '.baton/.gitignore'), 'utf8')).toBe('*\n');
   });
 
   it('captures idempotently and refuses changed content with exit 1 and the stored digest', async () => {

@@ -32,3 +32,13 @@ describe('jsonIssue', () => {
     for (const [value, path] of cases) expect(jsonIssue(value)?.path).toEqual(path);
   });
 });
+
+describe('jsonIssue on deep values', () => {
+  it('walks a 100,000-deep array in linear time and still names the path', () => {
+    let deep: unknown = Number.NaN;
+    for (let n = 0; n < 100_000; n += 1) deep = [deep];
+    const issue = jsonIssue(deep);
+    expect(issue?.path).toHaveLength(100_000);
+    expect(issue?.message).toContain('NaN');
+  });
+});

@@ -20,44 +20,63 @@ function isPlainObject(value: object): boolean {
  * is. One iterative walk: the hot path of every append.
  */
 export function jsonIssue(root: unknown): JsonIssue | undefined {
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
+  // Each frame points at its parent; the path is built only when there is an issue to report,
+  // so a deep value costs time in proportion to its size, not its depth squared.
+  interface Frame {
+    readonly value: unknown;
+    readonly key: string | number | undefined;
+    readonly parent: Frame | undefined;
+    readonly depth: number;
+  }
+  const pathOf = (frame: Frame): (string | number)[] => {
+    const path: (string | number)[] = [];
+    for (let at: Frame | undefined = frame; at?.parent; at = at.parent) path.push(at.key!);
+    return path.reverse();
+  };
+  const stack: Frame[] = [{ value: root, key: undefined, parent: undefined, depth: 0 }];
   const open = new Set<object>();
   const exits: { node: object; depth: number }[] = [];
   while (stack.length > 0) {
-    const { value, path } = stack.pop()!;
-    while (exits.length > 0 && exits[exits.length - 1]!.depth >= path.length) open.delete(exits.pop()!.node);
+    const frame = stack.pop()!;
+    const { value, depth } = frame;
+    while (exits.length > 0 && exits[exits.length - 1]!.depth >= depth) open.delete(exits.pop()!.node);
     switch (typeof value) {
       case 'string':
-        if (!value.isWellFormed()) return { path, message: 'a string has a lone surrogate' };
+        if (!value.isWellFormed()) return { path: pathOf(frame), message: 'a string has a lone surrogate' };
         continue;
       case 'number':
-        if (!Number.isFinite(value)) return { path, message: `${value} is not a JSON number` };
+        if (!Number.isFinite(value)) return { path: pathOf(frame), message: `${value} is not a JSON number` };
         continue;
       case 'boolean':
         continue;
       case 'object': {
         if (value === null) continue;
-        if (open.has(value)) return { path, message: 'a value contains itself' };
-        if (Array.isArray(value)) {
-          open.add(value);
-          exits.push({ node: value, depth: path.length });
-          for (let index = value.length - 1; index >= 0; index -= 1) {
-            stack.push({ value: value[index] as unknown, path: [...path, index] });
-          }
-          continue;
+        if (open.has(value)) return { path: pathOf(frame), message: 'a value contains itself' };
+        if (!Array.isArray(value) && !isPlainObject(value)) {
+          return { path: pathOf(frame), message: 'only plain objects are JSON' };
         }
-        if (!isPlainObject(value)) return { path, message: 'only plain objects are JSON' };
         open.add(value);
-        exits.push({ node: value, depth: path.length });
-        const keys = Object.keys(value);
-        for (let index = keys.length - 1; index >= 0; index -= 1) {
-          const key = keys[index]!;
-          stack.push({ value: (value as Record<string, unknown>)[key], path: [...path, key] });
+        exits.push({ node: value, depth });
+        if (Array.isArray(value)) {
+          for (let index = value.length - 1; index >= 0; index -= 1) {
+            stack.push({ value: value[index] as unknown, key: index, parent: frame, depth: depth + 1 });
+          }
+        } else {
+          const keys = Object.keys(value);
+          for (let index = keys.length - 1; index >= 0; index -= 1) {
+            const key = keys[index]!;
+            stack.push({
+              value: (value as Record<string, unknown>)[key],
+              key,
+              parent: frame,
+              depth: depth + 1,
+            });
+          }
         }
         continue;
       }
       default:
-        return { path, message: `${typeof value} is not JSON` };
+        return { path: pathOf(frame), message: `${typeof value} is not JSON` };
     }
   }
   return undefined;

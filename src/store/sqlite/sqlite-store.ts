@@ -3,8 +3,8 @@
  * BEGIN IMMEDIATE transaction, so the head it reads is the head it writes after, across
  * processes sharing the file; unique indexes back every rule the code checks.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Digest } from '../../core/canonical.ts';
 import { systemClock, type Clock } from '../../core/clock.ts';
@@ -127,6 +127,13 @@ function translateSqliteError(error: unknown): unknown {
   return error;
 }
 
+/** Create the database folder; a `.baton` folder also gets a .gitignore, so a work tree stays clean. */
+function prepareFolder(folder: string): void {
+  mkdirSync(folder, { recursive: true });
+  const ignore = join(folder, '.gitignore');
+  if (basename(folder) === '.baton' && !existsSync(ignore)) writeFileSync(ignore, '*\n');
+}
+
 export function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
   return Promise.resolve(new SqliteStore(options));
 }
@@ -146,7 +153,7 @@ export class SqliteStore implements Store {
   readonly #statements = new Map<string, StatementSync>();
 
   constructor(options: SqliteStoreOptions) {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ':memory:') prepareFolder(dirname(options.path));
     this.#db = new DatabaseSync(options.path);
     this.#clock = options.clock ?? systemClock;
     try {
