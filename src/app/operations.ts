@@ -49,7 +49,8 @@ function operation<S extends z.ZodType>(definition: Operation<S>): Operation {
 
 const where = { scope_id: scopeIdSchema, source_id: sourceIdSchema };
 const digest = z.string().regex(digestPattern, 'a digest is sha256:<64 hex>');
-const revision = z.coerce.number().int().min(0);
+/** A whole number, or its decimal digits as a query string carries it; never an empty string or null. */
+const revision = z.union([z.number().int().min(0), z.string().regex(/^\d{1,15}$/, 'a whole number')]);
 
 export const operations: readonly Operation[] = [
   operation({

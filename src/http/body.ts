@@ -43,7 +43,9 @@ export function parseJsonBody(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new MalformedRequest(`the body is not valid JSON: ${(error as Error).message}`);
+    // Node's message quotes the input; only where it broke goes back.
+    const at = /position (\d+)/.exec((error as Error).message)?.[1];
+    throw new MalformedRequest(`the body is not valid JSON${at ? ` (at position ${at})` : ''}`);
   }
 }
 

@@ -13,7 +13,7 @@ import { BatonError } from '../core/errors.ts';
 import { registerMcpRoutes } from '../mcp/http.ts';
 import { bearerToken, registerSessionRoutes } from './auth.ts';
 import { bodyLimit, installJsonParser } from './body.ts';
-import { installErrorHandling } from './errors.ts';
+import { installErrorHandling, MalformedRequest, sendError } from './errors.ts';
 import { allowedHosts, guardHosts, hostWithPort, isLoopback } from './hosts.ts';
 import { loggerOptions } from './logging.ts';
 import { openApiDocument } from './openapi.ts';
@@ -64,6 +64,14 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     bodyLimit,
     forceCloseConnections: 'idle',
     return503OnClosing: false,
+    // Errors Fastify raises before routing (a malformed URL) get the one error shape too.
+    frameworkErrors: (error, request, reply) => {
+      sendError(
+        request,
+        reply,
+        new MalformedRequest(`the request is malformed (${error.code ?? 'bad request'})`),
+      );
+    },
   });
   installErrorHandling(app);
   let hosts = allowedHosts(host, options.port ?? defaultPort, options.allowedHosts);
