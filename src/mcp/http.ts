@@ -2,9 +2,12 @@
  * MCP Streamable HTTP at /mcp on a Fastify app (POST, GET for SSE, DELETE). Every request is
  * authenticated; an initialize request opens a session with a random id, served by its own
  * McpServer bound to the principal that opened it, and only that same token may use it again.
- * A session ends on DELETE or when the app closes.
+ * A session ends on DELETE, after an idle timeout, when its token opens one session too many
+ * (the least recently used goes), when its credential no longer authenticates, or when the app
+ * closes.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -16,16 +19,36 @@ import { createMcpServer } from './server.ts';
 
 export const mcpPath = '/mcp';
 
+/** A session no request has reached for this long is closed: 30 minutes. */
+export const defaultIdleTimeoutMs = 30 * 60 * 1000;
+/** The open sessions one token may hold; opening one more closes its least recently used. */
+export const defaultMaxSessionsPerToken = 16;
+/** The longest delay setTimeout honours; beyond it Node fires after 1 ms. */
+const maxTimerMs = 2 ** 31 - 1;
+
 export interface McpRoutesOptions {
   readonly deps: AppDeps;
   /** The caller's principal; rejects with BatonError unauthorized (or forbidden) otherwise. */
   readonly authenticate: (request: FastifyRequest) => Promise<Principal>;
+  /** Close a session after this many milliseconds without a request (default 30 minutes). */
+  readonly idleTimeoutMs?: number;
+  /** Open sessions per token (default 16); one more closes that token's least recently used. */
+  readonly maxSessionsPerToken?: number;
 }
 
+type CloseReason = 'idle' | 'evicted' | 'unauthenticated' | 'app_closing';
+
 interface Session {
+  readonly id: string;
   readonly transport: StreamableHTTPServerTransport;
   readonly server: McpServer;
   readonly principal: Principal;
+  /** SHA-256 of the Authorization header that opened it, to recognise that credential failing. */
+  readonly credential: string | undefined;
+  /** POST responses still being written; the session is not idle while one is. */
+  readonly pending: Set<ServerResponse>;
+  idle: NodeJS.Timeout | undefined;
+  closed: boolean;
 }
 
 /** A JSON-RPC error without an id, as the SDK's transport answers transport faults. */
@@ -76,10 +99,110 @@ function sameCaller(a: Principal, b: Principal): boolean {
   return a.token_id === b.token_id && a.project_id === b.project_id;
 }
 
+/**
+ * A fingerprint of the request's credential (the bearer token, or else the whole Authorization
+ * header), so that sessions need not keep the secret itself.
+ */
+function credentialOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const credential = /^Bearer +(\S+) *$/i.exec(header)?.[1] ?? header;
+  return createHash('sha256').update(credential, 'utf8').digest('hex');
+}
+
+function positiveInteger(name: string, value: number | undefined, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    throw new RangeError(`registerMcpRoutes: ${name} must be an integer from 1 to ${max}, not ${value}`);
+  }
+  return value;
+}
+
 export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOptions): void {
+  const idleTimeoutMs = positiveInteger(
+    'idleTimeoutMs',
+    options.idleTimeoutMs,
+    defaultIdleTimeoutMs,
+    maxTimerMs,
+  );
+  const maxSessionsPerToken = positiveInteger(
+    'maxSessionsPerToken',
+    options.maxSessionsPerToken,
+    defaultMaxSessionsPerToken,
+    Number.MAX_SAFE_INTEGER,
+  );
+  /** Open sessions, least recently used first: every use moves a session to the end. */
   const sessions = new Map<string, Session>();
+  let closing = false;
   const onError = (error: unknown, tool: string): void =>
     app.log.error({ err: error, tool }, 'MCP tool failed');
+
+  /** Drop a session from the table and stop its timer; the transport is closed or closing. */
+  function forget(session: Session): void {
+    session.closed = true;
+    clearTimeout(session.idle);
+    session.idle = undefined;
+    session.pending.clear();
+    if (sessions.get(session.id) === session) sessions.delete(session.id);
+  }
+
+  /** Close a session: its streams end, and later requests naming it get 404. */
+  async function end(session: Session, reason: CloseReason): Promise<void> {
+    if (session.closed) return;
+    forget(session);
+    app.log.info({ token_id: session.principal.token_id, reason }, 'MCP session closed');
+    try {
+      await session.server.close();
+    } catch (error) {
+      app.log.error({ err: error }, 'MCP session failed to close');
+    }
+  }
+
+  /** (Re)start the idle timer, unless a POST is still being answered. */
+  function arm(session: Session): void {
+    clearTimeout(session.idle);
+    session.idle = undefined;
+    if (session.closed) return;
+    for (const response of session.pending) {
+      if (response.destroyed || response.writableFinished) session.pending.delete(response);
+    }
+    if (session.pending.size > 0) return;
+    session.idle = setTimeout(() => void end(session, 'idle'), idleTimeoutMs);
+    // The timer alone must not keep the process alive.
+    session.idle.unref();
+  }
+
+  /** A request reached the session: it becomes the most recently used and is not idle. */
+  function use(session: Session, request: FastifyRequest, reply: FastifyReply): void {
+    sessions.delete(session.id);
+    sessions.set(session.id, session);
+    const response = reply.raw;
+    // A GET holds an SSE stream open for as long as the client likes: it counts as a use when
+    // it arrives, never as activity while it stays open, or an idle client would never expire.
+    if (request.method === 'POST' && !response.destroyed && !response.writableFinished) {
+      session.pending.add(response);
+      response.once('close', () => {
+        session.pending.delete(response);
+        if (session.pending.size === 0) arm(session);
+      });
+    }
+    arm(session);
+  }
+
+  /** Close the least recently used sessions of this caller until one more fits. */
+  function makeRoom(principal: Principal): void {
+    const mine = [...sessions.values()].filter((session) => sameCaller(session.principal, principal));
+    const excess = mine.length - maxSessionsPerToken + 1;
+    for (const session of mine.slice(0, Math.max(0, excess))) void end(session, 'evicted');
+  }
+
+  /** A credential that opened sessions no longer authenticates (revoked, say): close them all. */
+  function endSessionsOf(credential: string | undefined): void {
+    if (credential === undefined) return;
+    for (const session of [...sessions.values()]) {
+      if (session.credential === credential) void end(session, 'unauthenticated');
+    }
+  }
 
   async function serve(
     request: FastifyRequest,
@@ -104,15 +227,30 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
 
   async function open(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<void> {
     const server = createMcpServer({ deps: options.deps, principal, onError });
+    let session: Session | undefined;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server, principal });
+        makeRoom(principal);
+        session = {
+          id,
+          transport,
+          server,
+          principal,
+          credential: credentialOf(request),
+          pending: new Set(),
+          idle: undefined,
+          closed: false,
+        };
+        sessions.set(id, session);
+        use(session, request, reply);
+        // Opened while the app was closing, after preClose took its list: close it too.
+        if (closing) void end(session, 'app_closing');
       },
     });
     // Set before connect: the server keeps this handler and calls it after its own.
     transport.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      if (session) forget(session);
     };
     await server.connect(transport);
     await serve(request, reply, transport);
@@ -127,6 +265,9 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
     try {
       principal = await options.authenticate(request);
     } catch (error) {
+      // The credential that opened sessions no longer authenticates: none of them can be used
+      // again, so they are closed now rather than left for the idle timeout.
+      if (isBatonError(error, 'unauthorized')) endSessionsOf(credentialOf(request));
       if (isBatonError(error, 'unauthorized') || isBatonError(error, 'forbidden')) {
         const status = error.code === 'unauthorized' ? 401 : 403;
         if (status === 401) void reply.header('www-authenticate', 'Bearer');
@@ -147,6 +288,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
       if (!session || !sameCaller(session.principal, principal)) {
         return rpcError(reply, 404, -32001, 'Session not found');
       }
+      use(session, request, reply);
       return serve(request, reply, session.transport);
     }
     if (request.method === 'POST' && isInitializeRequest(request.body))
@@ -163,8 +305,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
 
   // preClose, not onClose: an open SSE stream would keep the HTTP server from closing.
   app.addHook('preClose', async () => {
-    const open = [...sessions.values()];
-    sessions.clear();
-    await Promise.allSettled(open.map((session) => session.server.close()));
+    closing = true;
+    await Promise.all([...sessions.values()].map((session) => end(session, 'app_closing')));
   });
 }
