@@ -23,6 +23,7 @@ import type {
   NewToken,
   PortableEntry,
   PositionRange,
+  SessionRecord,
   SourceAvailability,
   TokenRecord,
 } from './store.ts';
@@ -138,6 +139,19 @@ export function rowToToken(row: TokenRow): TokenRecord {
     label: row.label,
     created_at: row.created_at,
     revoked_at: row.revoked_at,
+  };
+}
+
+/** A session row joined with its token row, as both backends select it. */
+export type SessionRow = TokenRow & { session_hash: string; csrf_hash: string; expires_at: string };
+
+export function rowToSession(row: SessionRow): SessionRecord {
+  return {
+    session_hash: row.session_hash,
+    token_id: row.token_id,
+    csrf_hash: row.csrf_hash,
+    expires_at: row.expires_at,
+    token: rowToToken(row),
   };
 }
 

@@ -36,7 +36,9 @@ import {
   checkImport,
   checkNewSession,
   checkNewToken,
+  rowToSession,
   rowToToken,
+  type SessionRow,
   type TokenRow,
   checkKinds,
   sealPrepared,
@@ -866,21 +868,14 @@ export class PostgresStore implements Store {
   }
 
   async findSession(session_hash: string, now: string): Promise<SessionRecord | undefined> {
-    const row = await this.#one<TokenRow & { session_hash: string; csrf_hash: string; expires_at: string }>(
+    const row = await this.#one<SessionRow>(
       this.#pool,
       `SELECT sessions.session_hash, sessions.csrf_hash, sessions.expires_at, tokens.*
          FROM sessions JOIN tokens USING (token_id)
         WHERE session_hash = $1 AND expires_at > $2 AND tokens.revoked_at IS NULL`,
       [checkHash(session_hash), now],
     );
-    if (!row) return undefined;
-    return {
-      session_hash: row.session_hash,
-      token_id: row.token_id,
-      csrf_hash: row.csrf_hash,
-      expires_at: row.expires_at,
-      token: rowToToken(row),
-    };
+    return row && rowToSession(row);
   }
 
   async deleteSession(session_hash: string): Promise<void> {

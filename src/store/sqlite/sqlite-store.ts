@@ -37,7 +37,9 @@ import {
   checkImport,
   checkNewSession,
   checkNewToken,
+  rowToSession,
   rowToToken,
+  type SessionRow,
   type TokenRow,
   checkKinds,
   sealPrepared,
@@ -634,16 +636,8 @@ export class SqliteStore implements Store {
       `SELECT sessions.session_hash, sessions.csrf_hash, sessions.expires_at, tokens.*
          FROM sessions JOIN tokens USING (token_id)
         WHERE session_hash = ? AND expires_at > ? AND tokens.revoked_at IS NULL`,
-    ).get(checkHash(session_hash), now) as
-      (TokenRow & { session_hash: string; csrf_hash: string; expires_at: string }) | undefined;
-    if (!row) return undefined;
-    return {
-      session_hash: row.session_hash,
-      token_id: row.token_id,
-      csrf_hash: row.csrf_hash,
-      expires_at: row.expires_at,
-      token: rowToToken(row),
-    };
+    ).get(checkHash(session_hash), now) as SessionRow | undefined;
+    return row && rowToSession(row);
   }
 
   async deleteSession(session_hash: string): Promise<void> {
