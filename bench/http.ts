@@ -54,7 +54,7 @@ type ServerSpec =
       readonly path: string;
       readonly synchronous: SqliteSynchronous;
       /** Replace the store's captureSource by a constant receipt: the HTTP layer's own cost. */
-      readonly stubWrites?: boolean;
+      readonly constantReceipts?: boolean;
     };
 
 interface Started {
@@ -93,9 +93,9 @@ async function seed(deps: AppDeps): Promise<void> {
 }
 
 /** The store with captureSource answering one fixed receipt without writing. */
-function stubbedWrites(store: Store): Store {
+function withConstantReceipts(store: Store): Store {
   const receipt: SourceReceipt = {
-    source_ref: { scope_id, source_id: 'stub', digest: `sha256:${'0'.repeat(64)}` },
+    source_ref: { scope_id, source_id: 'constant-receipt', digest: `sha256:${'0'.repeat(64)}` },
     position: 1,
     digest: `sha256:${'0'.repeat(64)}`,
   };
@@ -119,7 +119,7 @@ async function serve(spec: ServerSpec): Promise<{ started: Started; stop(): Prom
   const deps: AppDeps = { store, clock: systemClock };
   await seed(deps);
   const { token } = await createToken(deps, { project_id, label: 'bench' });
-  const served = spec.stubWrites ? { ...deps, store: stubbedWrites(store) } : deps;
+  const served = spec.constantReceipts ? { ...deps, store: withConstantReceipts(store) } : deps;
   const server = await startServer({ deps: served, port: 0, logger: false });
   return {
     started: { url: server.url, token },
@@ -351,9 +351,9 @@ async function main(): Promise<number> {
         );
       }
     }
-    const stubbed = await measure(
+    const constant = await measure(
       'capture_source, no store write',
-      { kind: 'baton', path: join(dir, 'stubbed.db'), synchronous: 'normal', stubWrites: true },
+      { kind: 'baton', path: join(dir, 'constant.db'), synchronous: 'normal', constantReceipts: true },
       'capture',
       options,
     );
@@ -370,7 +370,7 @@ async function main(): Promise<number> {
       if (result.failures > 0) passed = false;
       console.log(`${line(result, baseline)}${verdict}`);
     }
-    console.log(`${line(stubbed, baseline)}  (the HTTP layer alone: auth, validation, routing)`);
+    console.log(`${line(constant, baseline)}  (the HTTP layer alone: auth, validation, routing)`);
     console.log(`\nThe store's own ceiling, for context:\n${ceilings.join('\n')}`);
     console.log(`\ntarget: each route at FULL >= ${target} of hello-world: ${passed ? 'PASS' : 'FAIL'}`);
   } finally {
