@@ -16,6 +16,7 @@ import {
   type ScopeKey,
   type StreamKey,
 } from '../core/ledger/names.ts';
+import { checkExpectedHead } from '../core/ledger/revision.ts';
 import { sourceRefSchema, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type {
@@ -301,4 +302,16 @@ export function checkImport(
     }
     return { body, kind: kindOf(entry.metadata), entry };
   });
+}
+
+/** revision_conflict unless the stream's head is still the one the caller read. */
+export function requireStreamHead(describe: string, expected: number | undefined, actual: number): void {
+  if (expected === undefined) return;
+  checkExpectedHead(expected);
+  if (expected !== actual) {
+    throw new BatonError('revision_conflict', `${describe} moved: its head is ${actual}, not ${expected}`, {
+      expected_head: expected,
+      actual_head: actual,
+    });
+  }
 }

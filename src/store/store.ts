@@ -38,6 +38,12 @@ export interface PositionRange {
   readonly kinds?: readonly string[];
 }
 
+export interface AppendOptions {
+  readonly expected_head?: number;
+}
+
+export type StreamListener = (change: { readonly stream: StreamKey; readonly head: number }) => void;
+
 export type SourceAvailability =
   | { readonly status: 'available'; readonly entry: Entry }
   | { readonly status: 'unavailable'; readonly reason: UnavailableReason };
@@ -59,9 +65,17 @@ export interface Store {
 
   /**
    * Append entries atomically at the next positions of the stream, creating the stream on
-   * its first append. Entries with a source_id already stored are not written again.
+   * its first append. Entries with a source_id already stored are not written again. With
+   * expected_head, the append happens only if the stream's head is still that position (0 for
+   * a stream with no entries); otherwise revision_conflict carrying the actual head.
    */
-  append(stream: StreamKey, entries: readonly EntryInput[]): Promise<AppendResult[]>;
+  append(stream: StreamKey, entries: readonly EntryInput[], options?: AppendOptions): Promise<AppendResult[]>;
+  /**
+   * Be told, after each commit that appended to a stream, its new head. SQLite tells the
+   * listeners of this process; PostgreSQL tells every process's listeners (LISTEN/NOTIFY).
+   * A listener may be told of a change it has seen; readers re-read from their own position.
+   */
+  subscribe(listener: StreamListener): Promise<() => Promise<void>>;
   /** Capture one source on a scope stream; idempotent by source_id and digest. */
   captureSource(scope: ScopeKey, source: SourceInput): Promise<SourceReceipt>;
   /** Entries by position, in order, read page by page. */

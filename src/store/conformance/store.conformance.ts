@@ -88,6 +88,56 @@ export function describeStore(name: string, factory: StoreFactory): void {
     });
 
     describe('append', () => {
+      it('appends only while the head is still the expected one, and writes nothing otherwise', () =>
+        withStore(async (store) => {
+          await store.append(session, [{ type: 'user_message', content: 'one' }], { expected_head: 0 });
+          await expectBatonError(
+            store.append(session, [{ type: 'user_message', content: 'late' }], { expected_head: 0 }),
+            'revision_conflict',
+            { expected_head: 0, actual_head: 1 },
+          );
+          await store.append(session, [{ type: 'user_message', content: 'two' }], { expected_head: 1 });
+          await expectBatonError(
+            store.append(session, [{ type: 'user_message', content: 'x' }], { expected_head: -1 }),
+            'invalid_input',
+          );
+          expect((await store.getStream(session)).head).toBe(2);
+          const fresh: StreamKey = { project_id, kind: 'session', session_id: 'never' };
+          await expectBatonError(
+            store.append(fresh, [{ type: 'user_message', content: 'x' }], { expected_head: 3 }),
+            'revision_conflict',
+            { actual_head: 0 },
+          );
+          await expectBatonError(store.getStream(fresh), 'not_found');
+        }));
+
+      it('tells subscribers the new head after an append commits', () =>
+        withStore(async (store) => {
+          const seen: { name: string; head: number }[] = [];
+          const arrived = new Promise<void>((resolve) => {
+            void store
+              .subscribe(({ stream: changed, head }) => {
+                if (changed.kind !== 'session') return;
+                seen.push({ name: changed.session_id, head });
+                if (head === 3) resolve();
+              })
+              .then(async (unsubscribe) => {
+                await store.append(session, [{ type: 'user_message', content: 'a' }]);
+                await store.append(session, [
+                  { type: 'user_message', content: 'b' },
+                  { type: 'user_message', content: 'c' },
+                ]);
+                await arrived;
+                await unsubscribe();
+              });
+          });
+          await arrived;
+          expect(seen).toEqual([
+            { name: 'run-1', head: 1 },
+            { name: 'run-1', head: 3 },
+          ]);
+        }));
+
       it('gives gap-free positions per stream and a rising global sequence', () =>
         withStore(async (store) => {
           const first = await store.append(stream, [note(1), note(2)]);

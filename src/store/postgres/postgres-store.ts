@@ -4,7 +4,15 @@
  * insert that the PRIMARY KEY (stream_id, revision) settles when two race. No write relies on
  * an isolation level above READ COMMITTED; unique indexes back every rule the code checks.
  */
-import { DatabaseError, Pool, escapeIdentifier, type PoolClient, type QueryResultRow } from 'pg';
+import {
+  Client,
+  DatabaseError,
+  Pool,
+  escapeIdentifier,
+  type ClientConfig,
+  type PoolClient,
+  type QueryResultRow,
+} from 'pg';
 import type { Digest } from '../../core/canonical.ts';
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { BatonError } from '../../core/errors.ts';
@@ -53,11 +61,13 @@ import {
   checkStream,
   entryColumns,
   pagedRead,
+  requireStreamHead,
   rowToEntry,
   unavailableError,
   type EntryRow,
 } from '../shared.ts';
 import type {
+  AppendOptions,
   NewSession,
   NewToken,
   SessionRecord,
@@ -69,6 +79,7 @@ import type {
   SourceInput,
   Store,
   StreamInfo,
+  StreamListener,
 } from '../store.ts';
 import { postgresMigrations } from './postgres-migrations.ts';
 
@@ -95,6 +106,9 @@ function connectionConfig(
     options: `${given ? `${given} ` : ''}-c search_path=${schema}`,
   };
 }
+
+/** The channel every append NOTIFYs on; payloads name the schema, so schemas sharing a database stay apart. */
+const notifyChannel = 'baton_entries';
 
 export interface PostgresStoreOptions {
   /** A postgres:// URL; its credentials never appear in error messages. */
@@ -197,11 +211,16 @@ export class PostgresStore implements Store {
   readonly #pool: Pool;
   readonly #server: string;
   readonly #clock: Clock;
+  readonly #config: ClientConfig;
+  readonly #listeners = new Set<StreamListener>();
+  #listening: Promise<Client> | undefined;
+  #schema: string | undefined;
   #closed: Promise<void> | undefined;
 
   /** Use openPostgresStore, which also applies the migrations. */
-  private constructor(pool: Pool, server: string, clock: Clock) {
+  private constructor(pool: Pool, config: ClientConfig, server: string, clock: Clock) {
     this.#pool = pool;
+    this.#config = config;
     this.#server = server;
     this.#clock = clock;
   }
@@ -215,10 +234,11 @@ export class PostgresStore implements Store {
     if (!Number.isSafeInteger(poolSize) || poolSize < 1) {
       throw new BatonError('invalid_input', 'poolSize is a whole number >= 1', { poolSize });
     }
-    const pool = new Pool({ ...connectionConfig(options.url, schema), max: poolSize });
+    const config = connectionConfig(options.url, schema);
+    const pool = new Pool({ ...config, max: poolSize });
     // An idle client whose server goes away emits here; the pool drops it and the next query reconnects.
     pool.on('error', () => {});
-    const store = new PostgresStore(pool, describeServer(options.url), options.clock ?? systemClock);
+    const store = new PostgresStore(pool, config, describeServer(options.url), options.clock ?? systemClock);
     try {
       await store.#migrate(schema, migrations);
     } catch (error) {
@@ -470,11 +490,16 @@ export class PostgresStore implements Store {
     return this.#info(await this.#stream(this.#pool, checkStream(stream)));
   }
 
-  async append(stream: StreamKey, entries: readonly EntryInput[]): Promise<AppendResult[]> {
+  async append(
+    stream: StreamKey,
+    entries: readonly EntryInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult[]> {
     const key = checkStream(stream);
     const sealed = sealBatch(entries);
     return this.#write(async (client) => {
       const row = await this.#ensureStream(client, key, true);
+      requireStreamHead(describeStream(key), options.expected_head, row.head);
       const ids = [
         ...new Set(sealed.flatMap((entry) => (entry.source_id === null ? [] : [entry.source_id]))),
       ];
@@ -524,9 +549,74 @@ export class PostgresStore implements Store {
           row.head + plan.writes.length,
           row.stream_id,
         ]);
+        // Delivered to every listening process when this transaction commits, never before.
+        await this.#query(client, `SELECT pg_notify('${notifyChannel}', $1)`, [
+          JSON.stringify({
+            schema: await this.#schemaName(client),
+            project_id: key.project_id,
+            kind: key.kind,
+            name: streamName(key),
+            head: row.head + plan.writes.length,
+          }),
+        ]);
       }
       return [...plan.results];
     });
+  }
+
+  async #schemaName(client: PoolClient): Promise<string> {
+    this.#schema ??= (await this.#one<{ schema: string }>(
+      client,
+      'SELECT current_schema() AS schema',
+    ))!.schema;
+    return this.#schema;
+  }
+
+  async subscribe(listener: StreamListener): Promise<() => Promise<void>> {
+    this.#checkOpen();
+    this.#listeners.add(listener);
+    try {
+      await (this.#listening ??= this.#listen());
+    } catch (error) {
+      this.#listeners.delete(listener);
+      this.#listening = undefined;
+      throw error instanceof Error ? this.#unavailable(error) : error;
+    }
+    return async () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  /** One dedicated connection per store LISTENs; each notification of this schema reaches every listener. */
+  async #listen(): Promise<Client> {
+    const client = new Client(this.#config);
+    client.on('error', () => {
+      // The connection broke: the next subscribe opens another; readers catch up from positions.
+      this.#listening = undefined;
+    });
+    await client.connect();
+    const { rows } = await client.query<{ schema: string }>('SELECT current_schema() AS schema');
+    const schema = rows[0]!.schema;
+    client.on('notification', (message) => {
+      if (message.channel !== notifyChannel || !message.payload) return;
+      let change: { schema: string; project_id: string; kind: string; name: string; head: number };
+      try {
+        change = JSON.parse(message.payload) as typeof change;
+      } catch {
+        return;
+      }
+      if (change.schema !== schema || (change.kind !== 'scope' && change.kind !== 'session')) return;
+      const stream = streamKey(change.project_id, change.kind, change.name);
+      for (const listener of this.#listeners) {
+        try {
+          listener({ stream, head: change.head });
+        } catch {
+          // A listener's failure is its own.
+        }
+      }
+    });
+    await client.query(`LISTEN ${notifyChannel}`);
+    return client;
   }
 
   async captureSource(scope: ScopeKey, source: SourceInput): Promise<SourceReceipt> {
@@ -886,7 +976,13 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.#closed ??= this.#pool.end();
+    this.#closed ??= (async () => {
+      const listening = this.#listening;
+      this.#listening = undefined;
+      this.#listeners.clear();
+      if (listening) await listening.then((client) => client.end()).catch(() => {});
+      await this.#pool.end();
+    })();
     return this.#closed;
   }
 }

@@ -54,11 +54,13 @@ import {
   checkStream,
   entryColumns,
   pagedRead,
+  requireStreamHead,
   rowToEntry,
   unavailableError,
   type EntryRow,
 } from '../shared.ts';
 import type {
+  AppendOptions,
   NewSession,
   NewToken,
   SessionRecord,
@@ -70,6 +72,7 @@ import type {
   SourceInput,
   Store,
   StreamInfo,
+  StreamListener,
 } from '../store.ts';
 import { sqliteMigrations } from './sqlite-migrations.ts';
 
@@ -153,6 +156,7 @@ export class SqliteStore implements Store {
   readonly #db: DatabaseSync;
   readonly #clock: Clock;
   readonly #statements = new Map<string, StatementSync>();
+  readonly #listeners = new Set<StreamListener>();
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
@@ -293,11 +297,17 @@ export class SqliteStore implements Store {
     return this.#info(this.#stream(checkStream(stream)));
   }
 
-  async append(stream: StreamKey, entries: readonly EntryInput[]): Promise<AppendResult[]> {
+  async append(
+    stream: StreamKey,
+    entries: readonly EntryInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult[]> {
     const key = checkStream(stream);
     const sealed = sealBatch(entries);
-    return this.#write(() => {
+    let head = 0;
+    const results = this.#write(() => {
       const row = this.#ensureStream(key);
+      requireStreamHead(describeStream(key), options.expected_head, row.head);
       const stored = new Map<string, StoredSource>();
       for (const entry of sealed) {
         if (entry.source_id === null || stored.has(entry.source_id)) continue;
@@ -334,8 +344,28 @@ export class SqliteStore implements Store {
           );
         });
       }
+      head = row.head + plan.writes.length;
       return [...plan.results];
     });
+    if (head > 0 && results.some((result) => result.created)) this.#tell(key, head);
+    return results;
+  }
+
+  #tell(stream: StreamKey, head: number): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener({ stream, head });
+      } catch {
+        // A listener's failure is its own; the append has committed.
+      }
+    }
+  }
+
+  async subscribe(listener: StreamListener): Promise<() => Promise<void>> {
+    this.#listeners.add(listener);
+    return async () => {
+      this.#listeners.delete(listener);
+    };
   }
 
   async captureSource(scope: ScopeKey, source: SourceInput): Promise<SourceReceipt> {
