@@ -16,7 +16,7 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       // Store methods are async so that validation errors reject instead of throwing.
       '@typescript-eslint/require-await': 'off',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
       'no-restricted-imports': [
         'error',
         {

@@ -145,7 +145,19 @@ export function bodyMatches(body: string, digest: Digest): boolean {
  * Entry types this version of Baton knows. Others are kept and reported, never dropped: a
  * newer Baton may have written them.
  */
-export const knownEntryTypes: ReadonlySet<string> = new Set(['source']);
+export const knownEntryTypes: ReadonlySet<string> = new Set([
+  'source',
+  // Session streams (src/core/work/session.ts, which a test keeps in step with this list).
+  'session_header',
+  'user_message',
+  'assistant_message',
+  'tool_call',
+  'tool_result',
+  'work_event',
+  'receipt',
+  'checkpoint',
+  'terminal',
+]);
 
 /** A Prepared Handoff body as stored: its canonical text and the digest that names it. */
 export interface PreparedText {

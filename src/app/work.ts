@@ -1,0 +1,663 @@
+/**
+ * Managed work operations on a session stream: start a session, read its projected work, and
+ * every change (create, confirm, revise, transition, attach evidence, request input, retry,
+ * cancel, reassign). Each change is decided against the projection at the stream's head,
+ * applied to the projector first (so an event it would refuse is never written), appended
+ * with the runtime's follow-ups only if the head has not moved, and answered with the new
+ * projection.
+ */
+import { z } from 'zod';
+import { BatonError } from '../core/errors.ts';
+import { uuidv7Generator } from '../core/ids.ts';
+import type { JsonValue } from '../core/json.ts';
+import type { Entry } from '../core/ledger/entry.ts';
+import { sessionIdSchema, type StreamKey } from '../core/ledger/names.ts';
+import { parseRecord } from '../core/records.ts';
+import { defaultWorkConfig, type WorkConfig } from '../core/work/config.ts';
+import { renderControlBlock } from '../core/work/control.ts';
+import {
+  assumptionSchema,
+  constraintSchema,
+  evidenceRefSchema,
+  workCriterionSchema,
+  workIdSchema,
+  workItemDefinitionSchema,
+  workItemStatuses,
+  workOwnerSchema,
+  workContractSchema,
+  workEventSchema,
+  type Actor,
+  type WorkContract,
+  type WorkEventInput,
+} from '../core/work/model.ts';
+import {
+  activeContract,
+  WorkProjector,
+  type ContractProjection,
+  type WorkProjection,
+  type WorkWarning,
+} from '../core/work/projector.ts';
+import { readinessEvents, workEvent } from '../core/work/runtime.ts';
+import {
+  sessionCapabilitiesSchema,
+  sessionEntrySchemas,
+  workModes,
+  type SessionHeader,
+} from '../core/work/session.ts';
+import { retryFrom } from '../core/work/transitions.ts';
+import { checkOwner, validateContract, type ValidationContext } from '../core/work/validate.ts';
+import type { AppDeps } from './deps.ts';
+import { workspaceChecker } from './workspace-paths.ts';
+
+/** Entry kinds the work projection reads from a session stream. */
+export const workEntryKinds = ['session_header', 'work_event', 'checkpoint', 'terminal'] as const;
+
+export function sessionStream(project_id: string, session_id: string): StreamKey {
+  return { project_id, kind: 'session', session_id };
+}
+
+export interface WorkSnapshot {
+  readonly session_id: string;
+  /** The stream position this snapshot was projected at; live events resume after it. */
+  readonly position: number;
+  readonly projection: WorkProjection | null;
+  /** The live contract, or null when none is live. */
+  readonly contract: ContractProjection | null;
+  readonly warnings: readonly WorkWarning[];
+  /** The bounded `<work_contract>` block for the model; null when no contract is live. */
+  readonly control_block: string | null;
+}
+
+// ---- sessions ----
+
+export const startSessionFields = {
+  session_id: sessionIdSchema,
+  parent_session_id: sessionIdSchema.optional(),
+  contract_id: workIdSchema.optional(),
+  work_item_id: workIdSchema.optional(),
+  work_mode: z.enum(workModes).optional(),
+  workspace: z.string().min(1).max(4096).optional(),
+  capabilities: sessionCapabilitiesSchema.optional(),
+};
+export type StartSessionInput = z.input<z.ZodObject<typeof startSessionFields>>;
+
+/** Start a session stream with its header; the same header again is a no-op, another one a conflict. */
+export async function startSession(
+  deps: AppDeps,
+  project_id: string,
+  input: StartSessionInput,
+): Promise<SessionHeader> {
+  const parsed = parseRecord(z.strictObject(startSessionFields), input, 'session');
+  if (parsed.workspace !== undefined && !parsed.workspace.startsWith('/')) {
+    throw new BatonError('invalid_input', 'a session workspace is an absolute path', {
+      workspace: parsed.workspace,
+    });
+  }
+  if (parsed.parent_session_id !== undefined) {
+    await deps.store.getStream(sessionStream(project_id, parsed.parent_session_id));
+  }
+  const header = sessionEntrySchemas.session_header.parse({
+    schema: 'baton.session-header/v1',
+    session_id: parsed.session_id,
+    parent_session_id: parsed.parent_session_id ?? null,
+    contract_id: parsed.contract_id ?? null,
+    work_item_id: parsed.work_item_id ?? null,
+    work_mode: parsed.work_mode ?? (deps.work ?? defaultWorkConfig).default_mode,
+    workspace: parsed.workspace ?? null,
+    capabilities: parsed.capabilities ?? {},
+  });
+  await deps.store.append(sessionStream(project_id, parsed.session_id), [
+    {
+      type: 'session_header',
+      source_id: 'session-header',
+      content: header,
+      metadata: { kind: 'session_header' },
+    },
+  ]);
+  return header;
+}
+
+// ---- reading ----
+
+interface Loaded {
+  readonly stream: StreamKey;
+  readonly head: number;
+  readonly header: SessionHeader | null;
+  readonly projector: WorkProjector;
+}
+
+async function load(deps: AppDeps, stream: StreamKey): Promise<Loaded> {
+  const { head } = await deps.store.getStream(stream);
+  const projector = new WorkProjector();
+  let header: SessionHeader | null = null;
+  for await (const entry of deps.store.readStream(stream, { to: head, kinds: workEntryKinds })) {
+    if (entry.type === 'session_header') {
+      const parsed = sessionEntrySchemas.session_header.safeParse(entry.content);
+      if (parsed.success && header === null) header = parsed.data;
+      continue;
+    }
+    try {
+      projector.applyEntry(entry);
+    } catch (error) {
+      if (error instanceof BatonError) {
+        throw new BatonError(
+          'precondition_failed',
+          `the work ledger of session ${stream.kind === 'session' ? stream.session_id : ''} breaks an invariant at position ${entry.position}: ${error.message}`,
+          { ...error.data, position: entry.position },
+        );
+      }
+      throw error;
+    }
+  }
+  return { stream, head, header, projector };
+}
+
+function snapshot(stream: StreamKey, position: number, projector: WorkProjector): WorkSnapshot {
+  const projection = projector.projection();
+  return {
+    session_id: stream.kind === 'session' ? stream.session_id : '',
+    position,
+    projection,
+    contract: activeContract(projection) ?? null,
+    warnings: projector.finalWarnings(),
+    control_block: renderControlBlock(projection),
+  };
+}
+
+/** The projected work of a session: never a writable view, always rebuilt from the ledger. */
+export async function readWork(
+  deps: AppDeps,
+  project_id: string,
+  input: { session_id: string },
+): Promise<WorkSnapshot> {
+  const session_id = parseRecord(sessionIdSchema, input?.session_id, 'session_id');
+  const loaded = await load(deps, sessionStream(project_id, session_id));
+  return snapshot(loaded.stream, loaded.head, loaded.projector);
+}
+
+/** Work events of a session after a position, for live delivery. */
+export async function* workEventsAfter(
+  deps: AppDeps,
+  project_id: string,
+  session_id: string,
+  after: number,
+): AsyncIterable<Entry> {
+  const stream = sessionStream(project_id, session_id);
+  for await (const entry of deps.store.readStream(stream, { from: after + 1, kinds: ['work_event'] })) {
+    yield entry;
+  }
+}
+
+// ---- changing ----
+
+interface Decision {
+  readonly projection: WorkProjection | null;
+  readonly header: SessionHeader | null;
+  readonly config: WorkConfig;
+}
+
+const commitAttempts = 5;
+
+/**
+ * Decide events against the head, apply them and the runtime's follow-ups to the projector
+ * (which refuses any that break an invariant), then append them only if the stream has not
+ * moved; if it has, decide again on the new head.
+ */
+async function commitWork(
+  deps: AppDeps,
+  stream: StreamKey,
+  decide: (state: Decision) => WorkEventInput[],
+): Promise<WorkSnapshot> {
+  const config = deps.work ?? defaultWorkConfig;
+  for (let attempt = 1; ; attempt += 1) {
+    const loaded = await load(deps, stream);
+    const { projector } = loaded;
+    const decided = decide({ projection: projector.projection(), header: loaded.header, config });
+    if (decided.length === 0) return snapshot(stream, loaded.head, projector);
+    const at = deps.clock.now().toISOString();
+    const events: WorkEventInput[] = [];
+    const apply = (event: WorkEventInput) => {
+      const parsed = parseRecord(workEventSchema, event, 'work event');
+      projector.applyEvent(parsed, loaded.head + events.length + 1, at);
+      events.push(event);
+    };
+    decided.forEach(apply);
+    for (const contract of projector.projection()?.contracts ?? []) readinessEvents(contract).forEach(apply);
+    try {
+      await deps.store.append(
+        stream,
+        events.map((event) => ({
+          type: 'work_event',
+          content: event as JsonValue,
+          metadata: { kind: 'work_event' },
+        })),
+        { expected_head: loaded.head },
+      );
+    } catch (error) {
+      if (error instanceof BatonError && error.code === 'revision_conflict' && attempt < commitAttempts)
+        continue;
+      throw error;
+    }
+    return snapshot(stream, loaded.head + events.length, projector);
+  }
+}
+
+function validationContext(header: SessionHeader | null, config: WorkConfig): ValidationContext {
+  const capabilities = header?.capabilities ?? sessionCapabilitiesSchema.parse({});
+  return {
+    max_items: config.max_items,
+    max_revisions: config.max_revisions,
+    owners: new Set(capabilities.owners),
+    tools: new Set(capabilities.tools),
+    flows: new Set(capabilities.flows),
+    capabilities: new Set(capabilities.capabilities),
+    write: capabilities.write,
+    insideWorkspace: workspaceChecker(header?.workspace ?? null),
+  };
+}
+
+/** The contract a change names, or the live one. */
+function target(projection: WorkProjection | null, contract_id: string | undefined): ContractProjection {
+  const contract =
+    contract_id === undefined
+      ? activeContract(projection)
+      : projection?.contracts.find((candidate) => candidate.contract_id === contract_id);
+  if (!contract) {
+    throw new BatonError(
+      'not_found',
+      contract_id === undefined
+        ? 'the session has no live work contract'
+        : `no work contract "${contract_id}" in the session`,
+      contract_id === undefined ? {} : { contract_id },
+    );
+  }
+  return contract;
+}
+
+function requireRevision(contract: ContractProjection, revision: number): void {
+  if (revision !== contract.revision) {
+    throw new BatonError(
+      'revision_conflict',
+      `this change was made against revision ${revision} of "${contract.contract_id}", but the current revision is ${contract.revision}; read the work again`,
+      {
+        rule: 'stale_revision',
+        contract_id: contract.contract_id,
+        expected: contract.revision,
+        actual: revision,
+      },
+    );
+  }
+}
+
+function unresolved(contract: Pick<WorkContract, 'assumptions'>): string[] {
+  return contract.assumptions
+    .filter((assumption) => assumption.requires_confirmation && !assumption.resolution)
+    .map((assumption) => assumption.assumption_id);
+}
+
+const definitionFields = {
+  objective: z.string().max(8000),
+  constraints: z.array(constraintSchema).optional(),
+  assumptions: z.array(assumptionSchema).optional(),
+  criteria: z.array(workCriterionSchema).optional(),
+  items: z.array(workItemDefinitionSchema),
+  source_entry_id: z.string().max(200).optional(),
+};
+
+const base = { session_id: sessionIdSchema };
+const which = { contract_id: workIdSchema.optional() };
+const revision = z.number().int().min(1);
+const reason = z.string().max(4000);
+
+export const createContractFields = {
+  ...base,
+  contract_id: workIdSchema.optional(),
+  ...definitionFields,
+  /** Start beside a live contract on purpose instead of being refused. */
+  branch: z.boolean().optional(),
+};
+export const confirmFields = {
+  ...base,
+  ...which,
+  revision,
+  resolutions: z
+    .array(z.strictObject({ assumption_id: workIdSchema, resolution: z.string().min(1).max(4000) }))
+    .max(256)
+    .optional(),
+};
+export const reviseFields = { ...base, ...which, previous_revision: revision, ...definitionFields, reason };
+export const transitionFields = {
+  ...base,
+  ...which,
+  revision,
+  item_id: workIdSchema,
+  to: z.enum(workItemStatuses),
+  reason: reason.optional(),
+};
+export const evidenceFields = {
+  ...base,
+  ...which,
+  revision,
+  item_id: workIdSchema,
+  evidence: evidenceRefSchema,
+};
+export const requestInputFields = { ...base, ...which, revision, question: z.string().min(1).max(4000) };
+export const itemFields = { ...base, ...which, item_id: workIdSchema, reason: reason.optional() };
+export const reassignFields = {
+  ...base,
+  ...which,
+  item_id: workIdSchema,
+  owner: workOwnerSchema,
+  child_session_id: sessionIdSchema.optional(),
+};
+
+type Input<F extends z.ZodRawShape> = z.output<z.ZodObject<F>>;
+
+function parse<F extends z.ZodRawShape>(fields: F, input: unknown, what: string): Input<F> {
+  return parseRecord(z.strictObject(fields), input, what);
+}
+
+/** Create a validated contract; it waits for input when an assumption needs confirmation. */
+export async function createContract(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(createContractFields, input, 'work contract');
+  const contract_id = parsed.contract_id ?? `work-${uuidv7Generator(deps.clock)()}`;
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ header, config }) => {
+    const { session_id: _session, branch: _branch, contract_id: _id, ...definition } = parsed;
+    const contract = parseRecord(
+      workContractSchema,
+      { ...definition, contract_id, revision: 1 },
+      'work contract',
+    );
+    validateContract(contract, validationContext(header, config));
+    const created = { contract_id, revision: 1 };
+    const events = [
+      workEvent(created, { type: 'contract_created', contract, branch: parsed.branch ?? false }, actor),
+    ];
+    const open = unresolved(contract);
+    if (open.length > 0) {
+      events.push(statusChange(created, 'draft', 'awaiting_input', `needs input on ${open.join(', ')}`));
+    } else if (config.confirmation !== 'always') {
+      events.push(statusChange(created, 'draft', 'active', 'no assumption needs confirmation'));
+    }
+    return events;
+  });
+}
+
+function stripSession<T extends { session_id: string }>(value: T): Omit<T, 'session_id'> {
+  const { session_id: _session_id, ...rest } = value;
+  return rest;
+}
+
+function statusChange(
+  contract: Pick<ContractProjection, 'contract_id' | 'revision'>,
+  from: ContractProjection['status'],
+  to: ContractProjection['status'],
+  why: string,
+): WorkEventInput {
+  return workEvent(
+    contract,
+    { type: 'contract_status_changed', from, to, reason: why },
+    { type: 'runtime', id: 'baton' },
+  );
+}
+
+/** Answer assumptions and, for a draft or a contract awaiting input, start the work. */
+export async function confirmWork(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(confirmFields, input, 'confirmation');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+    const contract = target(projection, parsed.contract_id);
+    requireRevision(contract, parsed.revision);
+    const events = (parsed.resolutions ?? []).map((answer) =>
+      workEvent(contract, { type: 'assumption_resolved', ...answer }, actor),
+    );
+    if (
+      contract.status === 'draft' ||
+      contract.status === 'awaiting_input' ||
+      contract.status === 'blocked'
+    ) {
+      events.push(
+        workEvent(
+          contract,
+          { type: 'contract_status_changed', from: contract.status, to: 'active', reason: 'confirmed' },
+          actor,
+        ),
+      );
+    }
+    if (events.length === 0) {
+      throw new BatonError(
+        'conflict',
+        `contract "${contract.contract_id}" is ${contract.status}; there is nothing to confirm`,
+        {
+          rule: 'nothing_to_confirm',
+          status: contract.status,
+        },
+      );
+    }
+    return events;
+  });
+}
+
+/** Publish the next revision of the live contract; items keep their state by id. */
+export async function reviseContract(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(reviseFields, input, 'revision');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection, header, config }) => {
+    const current = target(projection, parsed.contract_id);
+    if (parsed.previous_revision !== current.revision) requireRevision(current, parsed.previous_revision);
+    const { reason: why, previous_revision, contract_id: _id, ...definition } = stripSession(parsed);
+    const contract = parseRecord(
+      workContractSchema,
+      { ...definition, contract_id: current.contract_id, revision: previous_revision + 1 },
+      'work contract',
+    );
+    validateContract(contract, validationContext(header, config));
+    const next = { contract_id: current.contract_id, revision: contract.revision };
+    const events = [
+      workEvent(next, { type: 'contract_revised', previous_revision, contract, reason: why }, actor),
+    ];
+    const open = unresolved(contract);
+    if (open.length > 0 && current.status === 'active') {
+      events.push(statusChange(next, 'active', 'awaiting_input', `needs input on ${open.join(', ')}`));
+    }
+    return events;
+  });
+}
+
+/** Move an item to another status, as the actor; the projector decides whether it may. */
+export async function transitionItem(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(transitionFields, input, 'transition');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+    const contract = target(projection, parsed.contract_id);
+    requireRevision(contract, parsed.revision);
+    const item = findItem(contract, parsed.item_id);
+    const attempt = retryFrom.has(item.status) && parsed.to === 'ready' ? item.attempt + 1 : item.attempt;
+    return [
+      workEvent(
+        contract,
+        {
+          type: 'item_status_changed',
+          item_id: item.item_id,
+          from: item.status,
+          to: parsed.to,
+          attempt,
+          reason: parsed.reason ?? '',
+        },
+        actor,
+      ),
+    ];
+  });
+}
+
+function findItem(contract: ContractProjection, item_id: string) {
+  const item = contract.items.find((candidate) => candidate.item_id === item_id);
+  if (!item) {
+    throw new BatonError(
+      'not_found',
+      `no item "${item_id}" in revision ${contract.revision} of "${contract.contract_id}"`,
+      {
+        contract_id: contract.contract_id,
+        item_id,
+      },
+    );
+  }
+  return item;
+}
+
+export async function attachEvidence(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(evidenceFields, input, 'evidence');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+    const contract = target(projection, parsed.contract_id);
+    requireRevision(contract, parsed.revision);
+    findItem(contract, parsed.item_id);
+    return [
+      workEvent(
+        contract,
+        { type: 'evidence_attached', item_id: parsed.item_id, evidence: parsed.evidence },
+        actor,
+      ),
+    ];
+  });
+}
+
+/** Pause the live contract for an answer; confirm with the answers resumes it. */
+export async function requestInput(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(requestInputFields, input, 'input request');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+    const contract = target(projection, parsed.contract_id);
+    requireRevision(contract, parsed.revision);
+    return [
+      workEvent(
+        contract,
+        {
+          type: 'contract_status_changed',
+          from: contract.status,
+          to: 'awaiting_input',
+          reason: parsed.question,
+        },
+        actor,
+      ),
+    ];
+  });
+}
+
+/** Start a new attempt of a failed, interrupted or cancelled item. */
+export async function retryItem(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(itemFields, input, 'retry');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+    const contract = target(projection, parsed.contract_id);
+    const item = findItem(contract, parsed.item_id);
+    if (!retryFrom.has(item.status)) {
+      throw new BatonError(
+        'conflict',
+        `item "${item.item_id}" is ${item.status}; only a failed, interrupted or cancelled item is retried`,
+        {
+          rule: 'invalid_transition',
+          item_id: item.item_id,
+          from: item.status,
+          to: 'ready',
+        },
+      );
+    }
+    return [
+      workEvent(
+        contract,
+        {
+          type: 'item_status_changed',
+          item_id: item.item_id,
+          from: item.status,
+          to: 'ready',
+          attempt: item.attempt + 1,
+          reason: parsed.reason ?? 'retry',
+        },
+        actor,
+      ),
+    ];
+  });
+}
+
+export async function cancelItem(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(itemFields, input, 'cancellation');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+    const contract = target(projection, parsed.contract_id);
+    const item = findItem(contract, parsed.item_id);
+    return [
+      workEvent(
+        contract,
+        {
+          type: 'item_status_changed',
+          item_id: item.item_id,
+          from: item.status,
+          to: 'cancelled',
+          attempt: item.attempt,
+          reason: parsed.reason ?? 'cancelled',
+        },
+        actor,
+      ),
+    ];
+  });
+}
+
+export async function reassignItem(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<WorkSnapshot> {
+  const parsed = parse(reassignFields, input, 'reassignment');
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection, header, config }) => {
+    const contract = target(projection, parsed.contract_id);
+    const item = findItem(contract, parsed.item_id);
+    checkOwner(item.item_id, parsed.owner, validationContext(header, config));
+    return [
+      workEvent(
+        contract,
+        {
+          type: 'item_assigned',
+          item_id: item.item_id,
+          owner: parsed.owner,
+          child_session_id: parsed.child_session_id ?? null,
+        },
+        actor,
+      ),
+    ];
+  });
+}

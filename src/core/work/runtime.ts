@@ -1,0 +1,54 @@
+/**
+ * What the runtime appends on its own after an event: an item whose dependencies are all done
+ * becomes ready while its contract is active. A pure function of the projection, so every
+ * surface that changes work state gets the same follow-ups.
+ */
+import type { WorkEventInput } from './model.ts';
+import type { ContractProjection } from './projector.ts';
+import { itemDone } from './transitions.ts';
+
+const runtime = { type: 'runtime', id: 'baton' } as const;
+
+/** Build a Work Event for a contract at its current revision. */
+export function workEvent(
+  contract: Pick<ContractProjection, 'contract_id' | 'revision'>,
+  kind: WorkEventInput['kind'],
+  actor: WorkEventInput['actor'],
+  operation: WorkEventInput['operation'] = null,
+): WorkEventInput {
+  return {
+    schema: 'baton.work-event/v1',
+    contract_id: contract.contract_id,
+    revision: contract.revision,
+    kind,
+    actor,
+    operation,
+  };
+}
+
+/** proposed → ready for every item whose dependencies are done, while the contract is active. */
+export function readinessEvents(contract: ContractProjection): WorkEventInput[] {
+  if (contract.status !== 'active') return [];
+  const status = new Map(contract.items.map((item) => [item.item_id, item.status]));
+  const events: WorkEventInput[] = [];
+  for (const definition of contract.contract.items) {
+    const item = contract.items.find((candidate) => candidate.item_id === definition.item_id)!;
+    if (item.status !== 'proposed') continue;
+    if (!definition.dependencies.every((dependency) => itemDone.has(status.get(dependency)!))) continue;
+    events.push(
+      workEvent(
+        contract,
+        {
+          type: 'item_status_changed',
+          item_id: item.item_id,
+          from: 'proposed',
+          to: 'ready',
+          attempt: item.attempt,
+          reason: definition.dependencies.length === 0 ? 'contract active' : 'dependencies done',
+        },
+        runtime,
+      ),
+    );
+  }
+  return events;
+}

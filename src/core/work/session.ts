@@ -1,0 +1,81 @@
+/**
+ * The entries of a session stream: its header (with lineage), messages, tool calls and
+ * results, work events, receipts, workspace checkpoints and the terminal marker. Each entry's
+ * metadata.kind is its type, so a projection reads only the kinds it needs through the index.
+ * Records are loose and versioned: fields added later have defaults, unknown fields are kept.
+ */
+import { z } from 'zod';
+import { jsonObjectSchema, jsonValueSchema } from '../json.ts';
+import { sessionIdSchema } from '../ledger/names.ts';
+import { recordSchema } from '../records.ts';
+import { workEventSchema, workIdSchema } from './model.ts';
+
+export const terminalStatuses = ['completed', 'failed', 'aborted', 'max_turns'] as const;
+export type TerminalStatus = (typeof terminalStatuses)[number];
+
+export const workModes = ['direct', 'managed', 'auto'] as const;
+export type WorkMode = (typeof workModes)[number];
+
+const text = z.string().max(64 * 1024);
+
+/** What a session may do: contracts are validated against it (no escalation beyond it). */
+export const sessionCapabilitiesSchema = z.looseObject({
+  write: z.boolean().default(true),
+  tools: z.array(workIdSchema).max(256).default([]),
+  flows: z.array(workIdSchema).max(256).default([]),
+  capabilities: z.array(workIdSchema).max(256).default([]),
+  owners: z
+    .array(z.enum(['parent_agent', 'worker', 'flow', 'tool', 'human']))
+    .default(['parent_agent', 'worker', 'flow', 'tool', 'human']),
+});
+export type SessionCapabilities = z.output<typeof sessionCapabilitiesSchema>;
+
+export const sessionEntrySchemas = {
+  session_header: recordSchema('baton.session-header/v1', {
+    session_id: sessionIdSchema,
+    parent_session_id: sessionIdSchema.nullable().default(null),
+    contract_id: workIdSchema.nullable().default(null),
+    work_item_id: workIdSchema.nullable().default(null),
+    work_mode: z.enum(workModes).default('direct'),
+    /** Absolute path of the workspace the session works in, if it has one. */
+    workspace: z.string().max(4096).nullable().default(null),
+    capabilities: sessionCapabilitiesSchema.default(sessionCapabilitiesSchema.parse({})),
+  }),
+  user_message: recordSchema('baton.user-message/v1', { text }),
+  assistant_message: recordSchema('baton.assistant-message/v1', { text }),
+  tool_call: recordSchema('baton.tool-call/v1', {
+    tool_use_id: z.string().min(1).max(200),
+    tool: z.string().min(1).max(200),
+    input: jsonValueSchema.default(null),
+  }),
+  tool_result: recordSchema('baton.tool-result/v1', {
+    tool_use_id: z.string().min(1).max(200),
+    tool: z.string().min(1).max(200),
+    is_error: z.boolean().default(false),
+    output: text.default(''),
+  }),
+  work_event: workEventSchema,
+  receipt: recordSchema('baton.receipt/v1', {
+    receipt_id: z.string().min(1).max(200),
+    purpose: z.string().max(200).default(''),
+    details: jsonObjectSchema.default({}),
+  }),
+  checkpoint: recordSchema('baton.checkpoint/v1', {
+    /** The workspace's content hash after a mutation. */
+    checkpoint: z.string().min(1).max(200),
+    label: z.string().max(400).default(''),
+  }),
+  terminal: recordSchema('baton.terminal/v1', {
+    status: z.enum(terminalStatuses),
+    reason: z.string().max(4000).default(''),
+  }),
+} as const;
+
+export type SessionEntryType = keyof typeof sessionEntrySchemas;
+export const sessionEntryTypes = Object.keys(sessionEntrySchemas) as SessionEntryType[];
+export type SessionEntryContent<T extends SessionEntryType> = z.output<(typeof sessionEntrySchemas)[T]>;
+export type SessionHeader = SessionEntryContent<'session_header'>;
+
+export function isSessionEntryType(type: string): type is SessionEntryType {
+  return Object.hasOwn(sessionEntrySchemas, type);
+}

@@ -1,0 +1,260 @@
+/**
+ * The managed work operations against real stores: each change is validated before anything
+ * is written, concurrent changes on one head are decided one after the other, a stale answer
+ * never touches a newer revision, and sessions carry their lineage.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import * as work from '../src/app/work.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { BatonError } from '../src/core/errors.ts';
+import type { Actor } from '../src/core/work/model.ts';
+import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
+import type { Store } from '../src/store/store.ts';
+import { backends, type OpenedStore } from './helpers/stores.ts';
+
+const model: Actor = { type: 'model', id: 'agent' };
+const human: Actor = { type: 'human', id: 'ana' };
+const opened: OpenedStore[] = [];
+afterEach(async () => {
+  for (const store of opened.splice(0)) await store.dispose();
+});
+
+const definition = {
+  objective: 'migrate the configuration loader',
+  criteria: [
+    { criterion_id: 'inspected', statement: 'mapped', kind: { type: 'file_exists', path: 'notes.md' } },
+    { criterion_id: 'tests', statement: 'tests pass', kind: { type: 'shell', command: 'npm test' } },
+  ],
+  items: [
+    { item_id: 'inspect', title: 'Inspect', criterion_ids: ['inspected'] },
+    { item_id: 'implement', title: 'Implement', dependencies: ['inspect'], criterion_ids: ['tests'] },
+  ],
+};
+
+for (const backend of backends) {
+  describe(`managed work operations on ${backend.name}`, () => {
+    async function setup(): Promise<{ store: Store; deps: { store: Store; clock: typeof systemClock } }> {
+      const handle = await backend.open();
+      opened.push(handle);
+      await handle.store.createProject('acme');
+      const deps = { store: handle.store, clock: systemClock };
+      await work.startSession(deps, 'acme', { session_id: 's-1', work_mode: 'managed' });
+      return { store: handle.store, deps };
+    }
+
+    it('creates an active contract whose first item is ready, and refuses a model completion', async () => {
+      const { deps } = await setup();
+      const created = await work.createContract(
+        deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...definition },
+        model,
+      );
+      expect(created.contract?.status).toBe('active');
+      expect(created.contract?.items.map((item) => item.status)).toEqual(['ready', 'proposed']);
+      expect(created.position).toBe(4);
+      await work.transitionItem(
+        deps,
+        'acme',
+        { session_id: 's-1', revision: 1, item_id: 'inspect', to: 'running' },
+        model,
+      );
+      await expectBatonError(
+        work.transitionItem(
+          deps,
+          'acme',
+          { session_id: 's-1', revision: 1, item_id: 'inspect', to: 'succeeded' },
+          model,
+        ),
+        'conflict',
+        { rule: 'invalid_transition', actor: 'model', from: 'running', to: 'succeeded' },
+      );
+      const after = await work.readWork(deps, 'acme', { session_id: 's-1' });
+      expect(after.position).toBe(5);
+    });
+
+    it('bad input and refused changes write nothing', async () => {
+      const { store, deps } = await setup();
+      const stream = work.sessionStream('acme', 's-1');
+      const head = (await store.getStream(stream)).head;
+      await expectBatonError(
+        work.createContract(deps, 'acme', { session_id: 's-1', ...definition, objective: '' }, model),
+        'invalid_input',
+        {
+          rule: 'empty_objective',
+        },
+      );
+      await expectBatonError(
+        work.createContract(deps, 'acme', { session_id: 's-1', items: 'nope' }, model),
+        'invalid_input',
+      );
+      await expectBatonError(work.readWork(deps, 'acme', { session_id: 'nobody' }), 'not_found');
+      await expectBatonError(
+        work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 1 }, human),
+        'not_found',
+      );
+      expect((await store.getStream(stream)).head).toBe(head);
+    });
+
+    it('decides concurrent changes on one head one after the other: exactly one start wins', async () => {
+      const { store, deps } = await setup();
+      await work.createContract(
+        deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...definition },
+        model,
+      );
+      const attempts = await Promise.allSettled(
+        Array.from({ length: 6 }, () =>
+          work.transitionItem(
+            deps,
+            'acme',
+            { session_id: 's-1', revision: 1, item_id: 'inspect', to: 'running' },
+            model,
+          ),
+        ),
+      );
+      expect(attempts.filter((attempt) => attempt.status === 'fulfilled')).toHaveLength(1);
+      for (const attempt of attempts) {
+        if (attempt.status === 'rejected') {
+          expect(attempt.reason).toBeInstanceOf(BatonError);
+          expect((attempt.reason as BatonError).data.rule).toMatch(/invalid_transition|status_mismatch/);
+        }
+      }
+      const events = [];
+      for await (const entry of store.readStream(work.sessionStream('acme', 's-1'), {
+        kinds: ['work_event'],
+      }))
+        events.push(entry);
+      expect(events).toHaveLength(4);
+    });
+
+    it('waits for input, refuses a stale answer after a revision, and resumes with a current one', async () => {
+      const { deps } = await setup();
+      const asking = {
+        ...definition,
+        assumptions: [{ assumption_id: 'branch', text: 'work on main', requires_confirmation: true }],
+      };
+      const created = await work.createContract(
+        deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...asking },
+        model,
+      );
+      expect(created.contract?.status).toBe('awaiting_input');
+      expect(created.control_block).toContain('Awaiting input on: branch');
+      await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 1, ...asking, reason: 'clarified' },
+        model,
+      );
+      await expectBatonError(
+        work.confirmWork(
+          deps,
+          'acme',
+          {
+            session_id: 's-1',
+            revision: 1,
+            resolutions: [{ assumption_id: 'branch', resolution: 'release' }],
+          },
+          human,
+        ),
+        'revision_conflict',
+        { rule: 'stale_revision', expected: 2, actual: 1 },
+      );
+      const resumed = await work.confirmWork(
+        deps,
+        'acme',
+        { session_id: 's-1', revision: 2, resolutions: [{ assumption_id: 'branch', resolution: 'release' }] },
+        human,
+      );
+      expect(resumed.contract).toMatchObject({ status: 'active', revision: 2 });
+      expect(resumed.contract?.contract.assumptions[0]?.resolution).toBe('release');
+      expect(resumed.contract?.items[0]?.status).toBe('ready');
+    });
+
+    it('retries, cancels and reassigns items as a person', async () => {
+      const { deps } = await setup();
+      await work.createContract(
+        deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...definition },
+        model,
+      );
+      await expectBatonError(
+        work.retryItem(deps, 'acme', { session_id: 's-1', item_id: 'inspect' }, human),
+        'conflict',
+        {
+          rule: 'invalid_transition',
+        },
+      );
+      const cancelled = await work.cancelItem(
+        deps,
+        'acme',
+        { session_id: 's-1', item_id: 'inspect', reason: 'not needed' },
+        human,
+      );
+      expect(cancelled.contract?.items[0]).toMatchObject({ status: 'cancelled' });
+      const retried = await work.retryItem(deps, 'acme', { session_id: 's-1', item_id: 'inspect' }, human);
+      expect(retried.contract?.items[0]).toMatchObject({ status: 'ready', attempt: 2 });
+      const reassigned = await work.reassignItem(
+        deps,
+        'acme',
+        { session_id: 's-1', item_id: 'inspect', owner: { type: 'worker' }, child_session_id: 'child-1' },
+        human,
+      );
+      expect(reassigned.contract?.items[0]).toMatchObject({
+        owner: { type: 'worker' },
+        child_session_id: 'child-1',
+      });
+      await expectBatonError(
+        work.reassignItem(
+          deps,
+          'acme',
+          { session_id: 's-1', item_id: 'inspect', owner: { type: 'tool', name: 'deploy' } },
+          human,
+        ),
+        'invalid_input',
+        { rule: 'unsupported_tool', id: 'inspect' },
+      );
+    });
+
+    it('child sessions record their parent, contract and work item (lineage)', async () => {
+      const { deps } = await setup();
+      const header = await work.startSession(deps, 'acme', {
+        session_id: 'child-1',
+        parent_session_id: 's-1',
+        contract_id: 'work-1',
+        work_item_id: 'inspect',
+        capabilities: { write: false },
+      });
+      expect(header).toMatchObject({
+        parent_session_id: 's-1',
+        contract_id: 'work-1',
+        work_item_id: 'inspect',
+      });
+      await work.startSession(deps, 'acme', {
+        session_id: 'child-1',
+        parent_session_id: 's-1',
+        contract_id: 'work-1',
+        work_item_id: 'inspect',
+        capabilities: { write: false },
+      });
+      await expectBatonError(
+        work.startSession(deps, 'acme', { session_id: 'child-1', parent_session_id: 's-1' }),
+        'conflict',
+      );
+      await expectBatonError(
+        work.startSession(deps, 'acme', { session_id: 'orphan', parent_session_id: 'nobody' }),
+        'not_found',
+      );
+      // A read-only child cannot take on a writing item.
+      await expectBatonError(
+        work.createContract(deps, 'acme', { session_id: 'child-1', ...definition }, model),
+        'invalid_input',
+        { rule: 'capability_escalation', id: 'inspect' },
+      );
+    });
+  });
+}
