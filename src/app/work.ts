@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { BatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import type { JsonValue } from '../core/json.ts';
-import type { Entry } from '../core/ledger/entry.ts';
+import type { Entry, EntryInput } from '../core/ledger/entry.ts';
 import { sessionIdSchema, type StreamKey } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
 import { defaultWorkConfig, type WorkConfig } from '../core/work/config.ts';
@@ -194,7 +194,18 @@ interface Decision {
   readonly projection: WorkProjection | null;
   readonly header: SessionHeader | null;
   readonly config: WorkConfig;
+  /** Whether an event with this operation id is in the ledger already. */
+  readonly hasOperation: (operation_id: string) => boolean;
 }
+
+/** Session entries other than work events (a checkpoint, a tool result) to append before the events. */
+export interface SessionEntryInput {
+  readonly type: 'checkpoint' | 'tool_result' | 'receipt' | 'terminal';
+  readonly content: JsonValue;
+}
+
+export type Decided =
+  WorkEventInput[] | { readonly entries: SessionEntryInput[]; readonly events: WorkEventInput[] };
 
 const commitAttempts = 5;
 
@@ -203,43 +214,57 @@ const commitAttempts = 5;
  * (which refuses any that break an invariant), then append them only if the stream has not
  * moved; if it has, decide again on the new head.
  */
-async function commitWork(
+export async function commitWork(
   deps: AppDeps,
   stream: StreamKey,
-  decide: (state: Decision) => WorkEventInput[],
+  decide: (state: Decision) => Decided,
 ): Promise<WorkSnapshot> {
   const config = deps.work ?? defaultWorkConfig;
   for (let attempt = 1; ; attempt += 1) {
     const loaded = await load(deps, stream);
     const { projector } = loaded;
-    const decided = decide({ projection: projector.projection(), header: loaded.header, config });
-    if (decided.length === 0) return snapshot(stream, loaded.head, projector);
+    const decided = decide({
+      projection: projector.projection(),
+      header: loaded.header,
+      config,
+      hasOperation: (operation_id) => projector.hasOperation(operation_id),
+    });
+    const { entries, events: primary } = Array.isArray(decided) ? { entries: [], events: decided } : decided;
+    if (primary.length === 0 && entries.length === 0) return snapshot(stream, loaded.head, projector);
     const at = deps.clock.now().toISOString();
-    const events: WorkEventInput[] = [];
-    const apply = (event: WorkEventInput) => {
-      const parsed = parseRecord(workEventSchema, event, 'work event');
-      projector.applyEvent(parsed, loaded.head + events.length + 1, at);
-      events.push(event);
+    const writes: EntryInput[] = [];
+    const add = (type: string, content: JsonValue) => {
+      const position = loaded.head + writes.length + 1;
+      if (type === 'work_event') {
+        projector.applyEvent(parseRecord(workEventSchema, content, 'work event'), position, at);
+      } else {
+        projector.applyEntry({ position, type, content, recorded_at: at });
+      }
+      writes.push({ type, content, metadata: { kind: type } });
     };
-    decided.forEach(apply);
-    for (const contract of projector.projection()?.contracts ?? []) readinessEvents(contract).forEach(apply);
+    for (const entry of entries) add(entry.type, entry.content);
+    for (const event of primary) add('work_event', event as JsonValue);
+    for (const contract of projector.projection()?.contracts ?? []) {
+      for (const event of readinessEvents(contract)) add('work_event', event as JsonValue);
+    }
     try {
-      await deps.store.append(
-        stream,
-        events.map((event) => ({
-          type: 'work_event',
-          content: event as JsonValue,
-          metadata: { kind: 'work_event' },
-        })),
-        { expected_head: loaded.head },
-      );
+      await deps.store.append(stream, writes, { expected_head: loaded.head });
     } catch (error) {
       if (error instanceof BatonError && error.code === 'revision_conflict' && attempt < commitAttempts)
         continue;
       throw error;
     }
-    return snapshot(stream, loaded.head + events.length, projector);
+    return snapshot(stream, loaded.head + writes.length, projector);
   }
+}
+
+/** The header a session started with; null for a session started before headers existed. */
+export async function readSessionHeader(
+  deps: AppDeps,
+  project_id: string,
+  session_id: string,
+): Promise<SessionHeader | null> {
+  return (await load(deps, sessionStream(project_id, session_id))).header;
 }
 
 function validationContext(header: SessionHeader | null, config: WorkConfig): ValidationContext {
@@ -333,6 +358,8 @@ export const transitionFields = {
   item_id: workIdSchema,
   to: z.enum(workItemStatuses),
   reason: reason.optional(),
+  /** An idempotency key: the same operation id again appends nothing and returns the state. */
+  operation_id: z.string().min(1).max(200).optional(),
 };
 export const evidenceFields = {
   ...base,
@@ -340,6 +367,7 @@ export const evidenceFields = {
   revision,
   item_id: workIdSchema,
   evidence: evidenceRefSchema,
+  operation_id: z.string().min(1).max(200).optional(),
 };
 export const requestInputFields = { ...base, ...which, revision, question: z.string().min(1).max(4000) };
 export const itemFields = { ...base, ...which, item_id: workIdSchema, reason: reason.optional() };
@@ -485,7 +513,8 @@ export async function transitionItem(
   actor: Actor,
 ): Promise<WorkSnapshot> {
   const parsed = parse(transitionFields, input, 'transition');
-  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection, hasOperation }) => {
+    if (parsed.operation_id !== undefined && hasOperation(parsed.operation_id)) return [];
     const contract = target(projection, parsed.contract_id);
     requireRevision(contract, parsed.revision);
     const item = findItem(contract, parsed.item_id);
@@ -502,9 +531,19 @@ export async function transitionItem(
           reason: parsed.reason ?? '',
         },
         actor,
+        operationOf(contract.contract_id, item.item_id, attempt, parsed.operation_id),
       ),
     ];
   });
+}
+
+function operationOf(
+  contract_id: string,
+  item_id: string,
+  attempt: number,
+  operation_id: string | undefined,
+) {
+  return operation_id === undefined ? null : { contract_id, item_id, attempt, operation_id };
 }
 
 function findItem(contract: ContractProjection, item_id: string) {
@@ -529,15 +568,17 @@ export async function attachEvidence(
   actor: Actor,
 ): Promise<WorkSnapshot> {
   const parsed = parse(evidenceFields, input, 'evidence');
-  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection, hasOperation }) => {
+    if (parsed.operation_id !== undefined && hasOperation(parsed.operation_id)) return [];
     const contract = target(projection, parsed.contract_id);
     requireRevision(contract, parsed.revision);
-    findItem(contract, parsed.item_id);
+    const item = findItem(contract, parsed.item_id);
     return [
       workEvent(
         contract,
         { type: 'evidence_attached', item_id: parsed.item_id, evidence: parsed.evidence },
         actor,
+        operationOf(contract.contract_id, item.item_id, item.attempt, parsed.operation_id),
       ),
     ];
   });

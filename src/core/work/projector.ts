@@ -128,7 +128,8 @@ export type WorkRule =
   | 'unknown_criterion'
   | 'unknown_assumption'
   | 'removes_running_item'
-  | 'verifier_only';
+  | 'verifier_only'
+  | 'duplicate_operation';
 
 function refuse(rule: WorkRule, message: string, data: Record<string, unknown> = {}): never {
   throw new BatonError(rule === 'stale_revision' ? 'revision_conflict' : 'conflict', message, {
@@ -181,7 +182,14 @@ export class WorkProjector {
   private position = 0;
   private latestCheckpoint: string | null = null;
   private terminal: { status: TerminalStatus; position: number } | null = null;
+  /** Operation ids of retryable effects already recorded: each may happen once. */
+  private readonly operations = new Set<string>();
   readonly warnings: WorkWarning[] = [];
+
+  /** Whether an event with this operation id is in the ledger already. */
+  hasOperation(operation_id: string): boolean {
+    return this.operations.has(operation_id);
+  }
 
   /** Apply one entry; throws a conflict BatonError (data.rule) when it breaks an invariant. */
   applyEntry(entry: ProjectableEntry): void {
@@ -237,9 +245,30 @@ export class WorkProjector {
   /** Apply one parsed event as if recorded at `position` and `at`. */
   applyEvent(event: WorkEvent, position: number, at: string): void {
     this.position = Math.max(this.position, position);
-    const { kind } = event;
+    const { kind, operation } = event;
+    if (operation) {
+      if (this.operations.has(operation.operation_id)) {
+        refuse(
+          'duplicate_operation',
+          `operation ${operation.operation_id} was recorded already; it never happens twice`,
+          {
+            operation_id: operation.operation_id,
+          },
+        );
+      }
+      if (operation.contract_id !== event.contract_id) {
+        refuse(
+          'unknown_contract',
+          `operation ${operation.operation_id} names contract "${operation.contract_id}", not "${event.contract_id}"`,
+          {
+            contract_id: operation.contract_id,
+          },
+        );
+      }
+    }
     if (kind.type === 'contract_created') {
       this.create(event, kind, position);
+      if (operation) this.operations.add(operation.operation_id);
       return;
     }
     const contract = this.contracts.get(event.contract_id);
@@ -271,6 +300,7 @@ export class WorkProjector {
     }
     contract.updated_position = position;
     contract.events += 1;
+    if (operation) this.operations.add(operation.operation_id);
   }
 
   private create(

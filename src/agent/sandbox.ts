@@ -1,0 +1,345 @@
+/**
+ * Runs one shell criterion inside a bubblewrap sandbox that can read the machine but write
+ * nothing outside private tmpfs mounts, sees no environment but a minimal PATH, HOME and LANG,
+ * and has no network; when that sandbox cannot be proven to work the command is never run.
+ *
+ * Two checks keep a broken or fake `bwrap` from running a command unsandboxed. A probe first
+ * runs a fixed guard script through the same flags and accepts the sandbox only when the guard
+ * reports, on a private pipe, that it sees the sandbox's hostname, a cleared environment and a
+ * read-only root; a `bwrap` that runs its last argument directly only ever gets that guard.
+ * Then the criterion itself runs behind the same guard, which writes its sentinel and closes the
+ * pipe just before it execs the command: a run without the sentinel failed in bwrap's own setup
+ * and is `unavailable`, not `failed`.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { realpath, stat } from 'node:fs/promises';
+import { constants, homedir } from 'node:os';
+import { isAbsolute, relative } from 'node:path';
+import { BatonError } from '../core/errors.ts';
+
+export interface SandboxRequest {
+  /** Run with `/bin/sh -c`. */
+  readonly command: string;
+  /** Absolute path of an existing directory: the working directory, visible read-only. */
+  readonly workspace: string;
+  /** The whole process tree is killed after this many milliseconds. */
+  readonly timeout_ms: number;
+  /** stdout and stderr are each cut to this many bytes; `truncated` says whether either was. */
+  readonly output_limit_bytes: number;
+}
+
+export type SandboxResult =
+  | {
+      readonly status: 'passed' | 'failed';
+      readonly exit_code: number;
+      readonly stdout: string;
+      readonly stderr: string;
+      readonly truncated: boolean;
+      readonly duration_ms: number;
+    }
+  | {
+      readonly status: 'timed_out';
+      readonly stdout: string;
+      readonly stderr: string;
+      readonly truncated: boolean;
+      readonly duration_ms: number;
+    }
+  | { readonly status: 'unavailable'; readonly reason: 'sandbox_unavailable'; readonly detail: string };
+
+export interface SandboxOptions {
+  /** Path or name (looked up on PATH) of the bubblewrap binary; default `bwrap`. */
+  readonly bwrap?: string;
+}
+
+export type SandboxProbe =
+  { readonly available: true } | { readonly available: false; readonly detail: string };
+
+export const sandboxHostname = 'baton-sandbox';
+export const sandboxHome = '/tmp/home';
+export const sandboxPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Set in bwrap's own environment; the guard refuses to run when `--clearenv` left it visible. */
+const guardVariable = 'BATON_SANDBOX_GUARD';
+const probeTimeoutMs = 10_000;
+const refusedExit = 125;
+/** How long to wait for the pipes to close after the process tree was killed. */
+const drainGraceMs = 2_000;
+const detailLimit = 2_000;
+const reportLimit = 4_096;
+
+/**
+ * The guard: `$1$2` is the sentinel (split so that echoing the arguments never forges it), `$3`
+ * the command. It checks from inside what the flags promise, reports on fd 3, closes fd 3 and
+ * only then execs the command, which therefore can neither see nor forge the report.
+ */
+const guardScript = [
+  `refuse() { printf "refused: %s" "$1" >&3; exit ${refusedExit}; }`,
+  'read -r name < /proc/sys/kernel/hostname || refuse "no hostname"',
+  `[ "$name" = ${sandboxHostname} ] || refuse "not in a private UTS namespace (hostname $name)"`,
+  `[ -z "\${${guardVariable}+x}" ] || refuse "the environment was not cleared"`,
+  '[ ! -w / ] || refuse "the root file system is writable"',
+  '[ ! -w . ] || refuse "the working directory is writable"',
+  'printf "%s%s" "$1" "$2" >&3',
+  'exec 3>&-',
+  'exec /bin/sh -c "$3"',
+].join('\n');
+
+function isInside(child: string, parent: string): boolean {
+  const rel = relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/** The caller's home directory to hide, or undefined when there is nothing (more) to hide. */
+async function homeToHide(): Promise<string | undefined> {
+  try {
+    const home = await realpath(homedir());
+    if (home === '/' || isInside(home, '/tmp') || isInside('/tmp', home)) return undefined;
+    return (await stat(home)).isDirectory() ? home : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The bwrap arguments. Order matters: bwrap mounts in argument order, so the workspace is bound
+ * again after the tmpfs mounts that would hide it, and the hidden home becomes read-only last.
+ */
+export function bwrapArguments(workspace: string, hiddenHome: string | undefined): string[] {
+  const args = [
+    '--die-with-parent',
+    '--new-session',
+    '--unshare-all',
+    '--hostname',
+    sandboxHostname,
+    '--cap-drop',
+    'ALL',
+    '--clearenv',
+    '--setenv',
+    'PATH',
+    sandboxPath,
+    '--setenv',
+    'HOME',
+    sandboxHome,
+    '--setenv',
+    'LANG',
+    'C.UTF-8',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--dir',
+    sandboxHome,
+  ];
+  if (hiddenHome !== undefined) args.push('--tmpfs', hiddenHome);
+  const hidden = isInside(workspace, '/tmp') || (hiddenHome !== undefined && isInside(workspace, hiddenHome));
+  if (hidden) args.push('--ro-bind', workspace, workspace);
+  if (hiddenHome !== undefined) args.push('--remount-ro', hiddenHome);
+  args.push('--chdir', workspace);
+  return args;
+}
+
+interface Capture {
+  readonly chunks: Buffer[];
+  bytes: number;
+  truncated: boolean;
+}
+
+function capture(): Capture {
+  return { chunks: [], bytes: 0, truncated: false };
+}
+
+function collect(into: Capture, chunk: Buffer, limit: number): void {
+  const room = limit - into.bytes;
+  if (chunk.length > room) into.truncated = true;
+  if (room <= 0) return;
+  const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+  into.chunks.push(kept);
+  into.bytes += kept.length;
+}
+
+function text(from: Capture): string {
+  return Buffer.concat(from.chunks).toString('utf8');
+}
+
+type BwrapRun =
+  | { readonly kind: 'spawn_failed'; readonly detail: string }
+  | {
+      readonly kind: 'exited';
+      readonly exit_code: number;
+      readonly timed_out: boolean;
+      readonly report: string;
+      readonly stdout: string;
+      readonly stderr: string;
+      readonly truncated: boolean;
+      readonly duration_ms: number;
+    };
+
+/**
+ * Spawns bwrap in its own process group with nothing of the caller's environment but PATH (to
+ * find bwrap), and on timeout kills that group; `--die-with-parent` and the PID namespace then
+ * take every process of the sandbox down with it. fd 3 carries the guard's report.
+ */
+function runBwrap(
+  bwrap: string,
+  args: readonly string[],
+  timeoutMs: number,
+  limit: number,
+): Promise<BwrapRun> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const stdout = capture();
+    const stderr = capture();
+    const report = capture();
+    let timedOut = false;
+    let exited = false;
+    let settled = false;
+    let grace: NodeJS.Timeout | undefined;
+    const child = spawn(bwrap, args, {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? sandboxPath, [guardVariable]: '1' },
+    });
+    const [, out, err, fd3] = child.stdio;
+    out?.on('data', (chunk: Buffer) => collect(stdout, chunk, limit));
+    err?.on('data', (chunk: Buffer) => collect(stderr, chunk, limit));
+    fd3?.on('data', (chunk: Buffer) => collect(report, chunk, reportLimit));
+    const stopWaiting = (): void => {
+      for (const stream of [out, err, fd3]) stream?.destroy();
+    };
+    const timer = setTimeout(() => {
+      // A process outside the sandbox (only a fake bwrap could leave one) may hold the pipes
+      // open after bwrap exited or was killed: stop waiting for them after a grace period.
+      grace = setTimeout(stopWaiting, drainGraceMs);
+      // Once bwrap has exited (and been reaped) its pid may belong to someone else: no kill.
+      if (exited) return;
+      timedOut = true;
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // The group is already gone.
+      }
+    }, timeoutMs);
+    const finish = (result: BwrapRun): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(grace);
+      resolve(result);
+    };
+    child.on('error', (error) =>
+      finish({ kind: 'spawn_failed', detail: `cannot start ${bwrap}: ${error.message}` }),
+    );
+    child.on('exit', () => {
+      exited = true;
+    });
+    child.on('close', (code, signal) => {
+      const exitCode = code ?? 128 + (signal ? constants.signals[signal] : 0);
+      finish({
+        kind: 'exited',
+        exit_code: exitCode,
+        timed_out: timedOut,
+        report: text(report),
+        stdout: text(stdout),
+        stderr: text(stderr),
+        truncated: stdout.truncated || stderr.truncated,
+        duration_ms: Math.round(performance.now() - started),
+      });
+    });
+  });
+}
+
+function sentinelParts(): [string, string] {
+  return [randomBytes(12).toString('hex'), randomBytes(12).toString('hex')];
+}
+
+function guardArguments(parts: readonly [string, string], command: string): string[] {
+  return ['--', '/bin/sh', '-c', guardScript, 'baton-sandbox-guard', parts[0], parts[1], command];
+}
+
+function clip(detail: string): string {
+  const trimmed = detail.trim();
+  return trimmed.length > detailLimit ? `${trimmed.slice(0, detailLimit)}…` : trimmed;
+}
+
+/** Why the guard's command did not start, from a run whose report lacks the sentinel. */
+function setupFailure(run: Extract<BwrapRun, { kind: 'exited' }>): string {
+  if (run.report.startsWith('refused: ')) return `sandbox guard ${run.report}`;
+  if (run.timed_out) return 'the sandbox did not start before the timeout';
+  const said = run.stderr.trim() === '' ? '' : `: ${clip(run.stderr)}`;
+  return `bwrap failed before running the command (exit ${run.exit_code})${said}`;
+}
+
+/**
+ * Whether bwrap works here: it runs the guard with an empty command through the same flags
+ * (workspace `/`) and accepts only the guard's sentinel and a clean exit.
+ */
+export async function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
+  const parts = sentinelParts();
+  const args = [...bwrapArguments('/', await homeToHide()), ...guardArguments(parts, ':')];
+  const run = await runBwrap(options.bwrap ?? 'bwrap', args, probeTimeoutMs, 64 * 1024);
+  if (run.kind === 'spawn_failed') return { available: false, detail: run.detail };
+  if (run.report !== parts.join('')) return { available: false, detail: setupFailure(run) };
+  if (run.exit_code !== 0 || run.stdout !== '') {
+    return { available: false, detail: `the probe ran but did not behave (exit ${run.exit_code})` };
+  }
+  return { available: true };
+}
+
+async function checkRequest(request: SandboxRequest): Promise<string> {
+  const positive = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
+  if (!positive(request.timeout_ms) || !positive(request.output_limit_bytes)) {
+    throw new BatonError('invalid_input', 'timeout_ms and output_limit_bytes must be positive integers', {
+      timeout_ms: request.timeout_ms,
+      output_limit_bytes: request.output_limit_bytes,
+    });
+  }
+  if (!isAbsolute(request.workspace)) {
+    throw new BatonError('invalid_input', 'the workspace must be an absolute path', {
+      workspace: request.workspace,
+    });
+  }
+  try {
+    const workspace = await realpath(request.workspace);
+    if ((await stat(workspace)).isDirectory()) return workspace;
+  } catch {
+    // Reported below.
+  }
+  throw new BatonError('invalid_input', 'the workspace is not an existing directory', {
+    workspace: request.workspace,
+  });
+}
+
+/**
+ * Runs `request.command` in the sandbox. Throws `invalid_input` for a bad request; every other
+ * outcome is a result, and a sandbox that cannot be proven is `unavailable` with nothing run.
+ */
+export async function runSandboxed(
+  request: SandboxRequest,
+  options: SandboxOptions = {},
+): Promise<SandboxResult> {
+  const workspace = await checkRequest(request);
+  const probe = await probeSandbox(options);
+  if (!probe.available) return { status: 'unavailable', reason: 'sandbox_unavailable', detail: probe.detail };
+  const parts = sentinelParts();
+  const args = [...bwrapArguments(workspace, await homeToHide()), ...guardArguments(parts, request.command)];
+  const run = await runBwrap(options.bwrap ?? 'bwrap', args, request.timeout_ms, request.output_limit_bytes);
+  if (run.kind === 'spawn_failed')
+    return { status: 'unavailable', reason: 'sandbox_unavailable', detail: run.detail };
+  if (run.report !== parts.join('')) {
+    return { status: 'unavailable', reason: 'sandbox_unavailable', detail: setupFailure(run) };
+  }
+  const output = {
+    stdout: run.stdout,
+    stderr: run.stderr,
+    truncated: run.truncated,
+    duration_ms: run.duration_ms,
+  };
+  if (run.timed_out) return { status: 'timed_out', ...output };
+  return { status: run.exit_code === 0 ? 'passed' : 'failed', exit_code: run.exit_code, ...output };
+}

@@ -1,0 +1,479 @@
+/**
+ * The verifier: runs a contract's criteria in the spec's order (deterministic checks, which
+ * re-run every earlier pass as a regression obligation; then evidence already in the ledger:
+ * tool results, flow and external receipts; then semantic criteria, which need a judge), records
+ * each verdict with its evidence and the workspace checkpoint it was taken at, moves verified
+ * items to succeeded (or back to ready with the findings), and completes the contract only when
+ * every required item and criterion passed. It never writes to the workspace it evaluates:
+ * shell criteria run only in the read-only sandbox, and output is scrubbed before it is stored.
+ */
+import { lstat, open } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { workspaceCheckpoint } from '../agent/checkpoint.ts';
+import { runSandboxed, type SandboxOptions } from '../agent/sandbox.ts';
+import { BatonError } from '../core/errors.ts';
+import { uuidv7Generator } from '../core/ids.ts';
+import { scrubSecrets, secretValuesFromEnv } from '../core/secrets.ts';
+import type {
+  CriterionResult,
+  EvidenceRef,
+  Verdict,
+  WorkCriterion,
+  WorkEventInput,
+} from '../core/work/model.ts';
+import { activeContract, completionBlockers, type ContractProjection } from '../core/work/projector.ts';
+import { sessionEntrySchemas } from '../core/work/session.ts';
+import { workEvent } from '../core/work/runtime.ts';
+import type { AppDeps } from './deps.ts';
+import {
+  commitWork,
+  readSessionHeader,
+  readWork,
+  sessionStream,
+  type SessionEntryInput,
+  type WorkSnapshot,
+} from './work.ts';
+import { workspaceChecker } from './workspace-paths.ts';
+
+/** A read-only judge of semantic criteria; without one they stay unverified. */
+export type SemanticJudge = (
+  criterion: WorkCriterion,
+  contract: ContractProjection,
+) => Promise<{ verdict: Verdict; reason: string }>;
+
+export interface VerifyOptions {
+  /** The workspace to check; default the one in the session header. */
+  readonly workspace?: string;
+  readonly timeout_ms?: number;
+  readonly output_limit_bytes?: number;
+  readonly sandbox?: SandboxOptions;
+  /** The caller's environment, whose values never reach the ledger; default process.env. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly judge?: SemanticJudge;
+}
+
+export interface CriterionVerdict {
+  readonly criterion_id: string;
+  readonly kind: WorkCriterion['kind']['type'];
+  readonly verdict: Verdict;
+  readonly reason: string;
+  readonly evidence: readonly EvidenceRef[];
+}
+
+export interface VerificationReport {
+  readonly session_id: string;
+  readonly contract_id: string;
+  readonly revision: number;
+  readonly checkpoint: string | null;
+  readonly verdicts: readonly CriterionVerdict[];
+  /** The contract's status after verification: completed only when everything required passed. */
+  readonly contract_status: string;
+  readonly snapshot: WorkSnapshot;
+}
+
+export const verifyDefaults = { timeout_ms: 60_000, output_limit_bytes: 64 * 1024 } as const;
+const verifier = { type: 'verifier', id: 'baton' } as const;
+const fileLimit = 8 * 1024 * 1024;
+
+/** The order of the spec: deterministic checks, then ledger evidence, then the judge. */
+const stage: Record<WorkCriterion['kind']['type'], number> = {
+  shell: 1,
+  file_exists: 1,
+  file_contains: 1,
+  tool_succeeded: 2,
+  flow_completed: 2,
+  external_receipt: 2,
+  semantic: 3,
+};
+
+interface Check {
+  readonly verdict: Verdict;
+  readonly reason: string;
+  readonly evidence: EvidenceRef[];
+  /** Output to keep as a tool_result entry (scrubbed), cited by the verdict. */
+  readonly output?: string;
+}
+
+interface SessionFacts {
+  readonly toolResults: { position: number; tool: string; tool_use_id: string; is_error: boolean }[];
+  readonly receipts: { position: number; purpose: string; details: Record<string, unknown> }[];
+}
+
+async function readFacts(deps: AppDeps, project_id: string, session_id: string): Promise<SessionFacts> {
+  const facts: SessionFacts = { toolResults: [], receipts: [] };
+  for await (const entry of deps.store.readStream(sessionStream(project_id, session_id), {
+    kinds: ['tool_result', 'receipt'],
+  })) {
+    if (entry.type === 'tool_result') {
+      const parsed = sessionEntrySchemas.tool_result.safeParse(entry.content);
+      if (parsed.success && !parsed.data.tool.startsWith('baton.verify')) {
+        facts.toolResults.push({
+          position: entry.position,
+          tool: parsed.data.tool,
+          tool_use_id: parsed.data.tool_use_id,
+          is_error: parsed.data.is_error,
+        });
+      }
+    } else {
+      const parsed = sessionEntrySchemas.receipt.safeParse(entry.content);
+      if (parsed.success)
+        facts.receipts.push({
+          position: entry.position,
+          purpose: parsed.data.purpose,
+          details: parsed.data.details,
+        });
+    }
+  }
+  return facts;
+}
+
+async function checkFile(workspace: string | null, path: string, pattern?: string): Promise<Check> {
+  if (workspace === null)
+    return { verdict: 'unavailable', reason: 'the session has no workspace to check', evidence: [] };
+  if (!workspaceChecker(workspace)(path))
+    return { verdict: 'failed', reason: `${path} is outside the workspace`, evidence: [] };
+  const full = resolve(workspace, path);
+  let size: number;
+  try {
+    const info = await lstat(full);
+    if (!info.isFile() && !info.isSymbolicLink())
+      return { verdict: 'failed', reason: `${path} is not a file`, evidence: [] };
+    size = info.size;
+  } catch {
+    return {
+      verdict: 'failed',
+      reason: `${path} does not exist`,
+      evidence: [],
+      output: `${path}: no such file`,
+    };
+  }
+  if (pattern === undefined)
+    return { verdict: 'passed', reason: `${path} exists`, evidence: [], output: `${path}: ${size} bytes` };
+  if (size > fileLimit)
+    return { verdict: 'unknown', reason: `${path} is over ${fileLimit} bytes; not read`, evidence: [] };
+  const handle = await open(full, 'r');
+  try {
+    const text = await handle.readFile('utf8');
+    const found = text.includes(pattern);
+    return {
+      verdict: found ? 'passed' : 'failed',
+      reason: found ? `${path} contains the pattern` : `${path} does not contain the pattern`,
+      evidence: [],
+      output: `${path}: ${size} bytes; pattern ${found ? 'found' : 'not found'}`,
+    };
+  } finally {
+    await handle.close();
+  }
+}
+
+async function checkShell(workspace: string | null, command: string, options: VerifyOptions): Promise<Check> {
+  if (workspace === null)
+    return {
+      verdict: 'unavailable',
+      reason: 'the session has no workspace to run the command in',
+      evidence: [],
+    };
+  const result = await runSandboxed(
+    {
+      command,
+      workspace,
+      timeout_ms: options.timeout_ms ?? verifyDefaults.timeout_ms,
+      output_limit_bytes: options.output_limit_bytes ?? verifyDefaults.output_limit_bytes,
+    },
+    options.sandbox,
+  );
+  if (result.status === 'unavailable') {
+    return { verdict: 'unavailable', reason: `sandbox_unavailable: ${result.detail}`, evidence: [] };
+  }
+  const output = [
+    `$ ${command}`,
+    result.stdout,
+    result.stderr ? `[stderr]\n${result.stderr}` : '',
+    result.truncated ? '[output truncated]' : '',
+  ]
+    .filter((part) => part !== '')
+    .join('\n');
+  if (result.status === 'timed_out')
+    return {
+      verdict: 'timed_out',
+      reason: `killed after ${options.timeout_ms ?? verifyDefaults.timeout_ms} ms`,
+      evidence: [],
+      output,
+    };
+  return {
+    verdict: result.status,
+    reason: result.status === 'passed' ? 'exit code 0' : `exit code ${result.exit_code}`,
+    evidence: [],
+    output,
+  };
+}
+
+function checkTool(session_id: string, tool: string, facts: SessionFacts): Check {
+  const results = facts.toolResults.filter((result) => result.tool === tool);
+  const last = results.at(-1);
+  if (!last)
+    return { verdict: 'unknown', reason: `tool ${tool} has no result in this session`, evidence: [] };
+  const evidence: EvidenceRef[] = [{ type: 'tool_result', session_id, tool_use_id: last.tool_use_id }];
+  return last.is_error
+    ? { verdict: 'failed', reason: `the latest result of tool ${tool} is an error`, evidence }
+    : { verdict: 'passed', reason: `the latest result of tool ${tool} succeeded`, evidence };
+}
+
+function checkReceipt(
+  session_id: string,
+  facts: SessionFacts,
+  match: (receipt: SessionFacts['receipts'][number]) => boolean,
+  what: string,
+): Check {
+  const receipt = facts.receipts.filter(match).at(-1);
+  if (!receipt) return { verdict: 'unknown', reason: `no ${what} receipt in this session`, evidence: [] };
+  const evidence: EvidenceRef[] = [{ type: 'receipt', session_id, entry_id: String(receipt.position) }];
+  const failed = receipt.details.status === 'failed';
+  return {
+    verdict: failed ? 'failed' : 'passed',
+    reason: `${what} receipt at position ${receipt.position}${failed ? ' reports failure' : ''}`,
+    evidence,
+  };
+}
+
+/** Run every criterion of the live contract and record the verdicts; see the module comment. */
+export async function verifyWork(
+  deps: AppDeps,
+  project_id: string,
+  input: { session_id: string; contract_id?: string },
+  options: VerifyOptions = {},
+): Promise<VerificationReport> {
+  const session_id = input.session_id;
+  const before = await readWork(deps, project_id, { session_id });
+  const contract =
+    input.contract_id === undefined
+      ? activeContract(before.projection)
+      : before.projection?.contracts.find((candidate) => candidate.contract_id === input.contract_id);
+  if (!contract)
+    throw new BatonError('not_found', 'the session has no live work contract to verify', { session_id });
+  if (!['active', 'blocked', 'verifying'].includes(contract.status)) {
+    throw new BatonError(
+      'conflict',
+      `contract "${contract.contract_id}" is ${contract.status}; only a started contract is verified`,
+      {
+        rule: 'contract_not_active',
+        status: contract.status,
+      },
+    );
+  }
+  const header = await readSessionHeader(deps, project_id, session_id);
+  const workspace = options.workspace ?? header?.workspace ?? null;
+  const checkpoint = workspace === null ? null : (await workspaceCheckpoint(workspace)).checkpoint;
+  const facts = await readFacts(deps, project_id, session_id);
+  const secrets = secretValuesFromEnv(options.env ?? process.env);
+  const newId = uuidv7Generator(deps.clock);
+
+  const criteria = [...contract.contract.criteria].sort((a, b) => stage[a.kind.type] - stage[b.kind.type]);
+  const checks: { criterion: WorkCriterion; check: Check }[] = [];
+  for (const criterion of criteria) {
+    const kind = criterion.kind;
+    let check: Check;
+    switch (kind.type) {
+      case 'shell':
+        check = await checkShell(workspace, kind.command, options);
+        break;
+      case 'file_exists':
+        check = await checkFile(workspace, kind.path);
+        break;
+      case 'file_contains':
+        check = await checkFile(workspace, kind.path, kind.pattern);
+        break;
+      case 'tool_succeeded':
+        check = checkTool(session_id, kind.tool, facts);
+        break;
+      case 'flow_completed':
+        check = checkReceipt(
+          session_id,
+          facts,
+          (receipt) => receipt.purpose === 'flow_completed' && receipt.details.flow === kind.flow,
+          `flow ${kind.flow} completion`,
+        );
+        break;
+      case 'external_receipt':
+        check = checkReceipt(
+          session_id,
+          facts,
+          (receipt) => receipt.details.integration === kind.integration,
+          `${kind.integration}`,
+        );
+        break;
+      case 'semantic':
+        check = options.judge
+          ? { ...(await options.judge(criterion, contract)), evidence: [] }
+          : { verdict: 'unknown', reason: 'unverified: no judge configured', evidence: [] };
+        break;
+    }
+    checks.push({ criterion, check });
+  }
+
+  // Everything stored is scrubbed: output, reasons; the verdicts cite the stored output.
+  const entries: SessionEntryInput[] = [];
+  if (checkpoint !== null && checkpoint !== before.projection?.latest_checkpoint) {
+    entries.push({
+      type: 'checkpoint',
+      content: { schema: 'baton.checkpoint/v1', checkpoint, label: 'verification' },
+    });
+  }
+  const verdicts: CriterionVerdict[] = checks.map(({ criterion, check }) => {
+    const evidence = [...check.evidence];
+    if (check.output !== undefined) {
+      const tool_use_id = `verify-${newId()}`;
+      const output = scrubSecrets(check.output, { values: secrets }).text;
+      entries.push({
+        type: 'tool_result',
+        content: {
+          schema: 'baton.tool-result/v1',
+          tool_use_id,
+          tool: `baton.verify.${criterion.kind.type}`,
+          is_error: check.verdict !== 'passed',
+          output,
+        },
+      });
+      evidence.push({ type: 'tool_result', session_id, tool_use_id });
+    }
+    return {
+      criterion_id: criterion.criterion_id,
+      kind: criterion.kind.type,
+      verdict: check.verdict,
+      reason: scrubSecrets(check.reason, { values: secrets }).text,
+      evidence,
+    };
+  });
+
+  await commitWork(deps, sessionStream(project_id, session_id), ({ projection }) => {
+    const current = projection?.contracts.find((candidate) => candidate.contract_id === contract.contract_id);
+    if (!current || current.revision !== contract.revision) {
+      throw new BatonError(
+        'revision_conflict',
+        'the contract was revised while it was being verified; verify again',
+        {
+          rule: 'stale_revision',
+          contract_id: contract.contract_id,
+        },
+      );
+    }
+    const events: WorkEventInput[] = [];
+    if (current.status === 'active' || current.status === 'blocked') {
+      events.push(
+        workEvent(
+          current,
+          {
+            type: 'contract_status_changed',
+            from: current.status,
+            to: 'verifying',
+            reason: 'verification started',
+          },
+          verifier,
+        ),
+      );
+    }
+    const results = new Map<string, CriterionResult>();
+    for (const verdict of verdicts) {
+      const result: CriterionResult = {
+        verdict: verdict.verdict,
+        reason: verdict.reason,
+        evidence: [...verdict.evidence],
+        checkpoint,
+      };
+      results.set(verdict.criterion_id, result);
+      events.push(
+        workEvent(
+          current,
+          { type: 'verification_recorded', criterion_id: verdict.criterion_id, result },
+          verifier,
+        ),
+      );
+    }
+    const required = new Map(
+      current.contract.criteria.map((criterion) => [criterion.criterion_id, criterion.required]),
+    );
+    for (const item of current.items) {
+      const definition = current.contract.items.find((candidate) => candidate.item_id === item.item_id)!;
+      const mine = definition.criterion_ids
+        .filter((id) => required.get(id))
+        .map((id) => [id, results.get(id)!.verdict] as const);
+      const allPassed = mine.every(([, verdict]) => verdict === 'passed');
+      const findings = mine
+        .filter(([, verdict]) => verdict === 'failed' || verdict === 'timed_out')
+        .map(([id, verdict]) => `${id}: ${verdict}`);
+      const change = (to: 'succeeded' | 'ready' | 'ready_for_verification', reason: string) =>
+        events.push(
+          workEvent(
+            current,
+            {
+              type: 'item_status_changed',
+              item_id: item.item_id,
+              from: item.status,
+              to,
+              attempt: item.attempt,
+              reason,
+            },
+            verifier,
+          ),
+        );
+      if (item.status === 'ready_for_verification') {
+        if (allPassed) change('succeeded', 'every required criterion passed');
+        else if (findings.length > 0) change('ready', `verification failed: ${findings.join(', ')}`);
+      } else if (item.status === 'succeeded' && !allPassed) {
+        change(
+          'ready_for_verification',
+          `a regression: ${mine
+            .filter(([, v]) => v !== 'passed')
+            .map(([id, v]) => `${id}: ${v}`)
+            .join(', ')}`,
+        );
+      }
+    }
+    return { entries, events };
+  });
+
+  // The verdicts are in: complete the contract, or send it back to work with what blocks it.
+  const snapshot = await commitWork(deps, sessionStream(project_id, session_id), ({ projection }) => {
+    const current = projection?.contracts.find((candidate) => candidate.contract_id === contract.contract_id);
+    if (!current || current.status !== 'verifying') return [];
+    const blockers = completionBlockers(current);
+    return blockers.length === 0
+      ? [
+          workEvent(
+            current,
+            {
+              type: 'contract_status_changed',
+              from: 'verifying',
+              to: 'completed',
+              reason: 'every required item and criterion passed',
+            },
+            verifier,
+          ),
+        ]
+      : [
+          workEvent(
+            current,
+            {
+              type: 'contract_status_changed',
+              from: 'verifying',
+              to: 'active',
+              reason: blockers
+                .map((blocker) => blocker.message)
+                .slice(0, 5)
+                .join('; '),
+            },
+            verifier,
+          ),
+        ];
+  });
+  const after = snapshot.projection?.contracts.find((candidate) => candidate.contract_id === contract.contract_id);
+  return {
+    session_id,
+    contract_id: contract.contract_id,
+    revision: contract.revision,
+    checkpoint,
+    verdicts,
+    contract_status: after?.status ?? contract.status,
+    snapshot,
+  };
+}

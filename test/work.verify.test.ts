@@ -1,0 +1,334 @@
+/**
+ * Verification and the completion gate against a real store, a real workspace and the real
+ * bubblewrap sandbox: the spec's "Required tests" this part touches, by name.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { workspaceCheckpoint } from '../src/agent/checkpoint.ts';
+import { exportStream } from '../src/app/ledger.ts';
+import { verifyWork } from '../src/app/verify.ts';
+import * as work from '../src/app/work.ts';
+import { systemClock } from '../src/core/clock.ts';
+import type { Actor } from '../src/core/work/model.ts';
+import { workGate } from '../src/core/work/gate.ts';
+import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+
+const model: Actor = { type: 'model', id: 'agent' };
+const live = { live_children: [], checkpoint: null };
+let workspace: string;
+let store: SqliteStore;
+let deps: { store: SqliteStore; clock: typeof systemClock };
+
+beforeEach(async () => {
+  workspace = mkdtempSync(join(tmpdir(), 'baton-verify-'));
+  execFileSync('git', ['init', '-q', workspace]);
+  writeFileSync(join(workspace, 'README.md'), '# app\n');
+  store = new SqliteStore({ path: ':memory:' });
+  await store.createProject('acme');
+  deps = { store, clock: systemClock };
+  await work.startSession(deps, 'acme', {
+    session_id: 's',
+    workspace,
+    work_mode: 'managed',
+    capabilities: { tools: ['run_tests'] },
+  });
+});
+
+afterEach(async () => {
+  await store.close();
+  rmSync(workspace, { recursive: true, force: true });
+});
+
+type Criterion = {
+  criterion_id: string;
+  statement?: string;
+  kind: Record<string, unknown>;
+  required?: boolean;
+};
+
+async function contractWith(
+  criteria: Criterion[],
+  items = [{ item_id: 'do', title: 'Do it', criterion_ids: criteria.map((c) => c.criterion_id) }],
+) {
+  return work.createContract(
+    deps,
+    'acme',
+    {
+      session_id: 's',
+      contract_id: 'work-1',
+      objective: 'do the work',
+      criteria: criteria.map((c) => ({ statement: c.criterion_id, ...c })),
+      items,
+    },
+    model,
+  );
+}
+
+async function finishItem(item_id = 'do') {
+  await work.transitionItem(deps, 'acme', { session_id: 's', revision: 1, item_id, to: 'running' }, model);
+  return work.transitionItem(
+    deps,
+    'acme',
+    { session_id: 's', revision: 1, item_id, to: 'ready_for_verification' },
+    model,
+  );
+}
+
+async function ledgerText(): Promise<string> {
+  let text = '';
+  await exportStream({ store }, work.sessionStream('acme', 's'), (chunk) => {
+    text += chunk;
+  });
+  return text;
+}
+
+describe('verification', () => {
+  it('model cannot mark completion directly; only the verifier completes, after every required criterion passed', async () => {
+    await contractWith([{ criterion_id: 'notes', kind: { type: 'file_exists', path: 'notes.md' } }]);
+    await finishItem();
+    await expectBatonError(
+      work.transitionItem(
+        deps,
+        'acme',
+        { session_id: 's', revision: 1, item_id: 'do', to: 'succeeded' },
+        model,
+      ),
+      'conflict',
+      { rule: 'invalid_transition' },
+    );
+    const first = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(first.verdicts).toEqual([
+      expect.objectContaining({
+        criterion_id: 'notes',
+        verdict: 'failed',
+        reason: 'notes.md does not exist',
+      }),
+    ]);
+    expect(first.contract_status).toBe('active');
+    expect(first.snapshot.contract?.items[0]).toMatchObject({ status: 'ready' });
+    writeFileSync(join(workspace, 'notes.md'), 'mapped\n');
+    await finishItem();
+    const second = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(second.verdicts[0]).toMatchObject({ verdict: 'passed' });
+    expect(second.contract_status).toBe('completed');
+  });
+
+  it('unfinished required item blocks completion: the gate blocks and the verifier does not complete', async () => {
+    await contractWith(
+      [
+        { criterion_id: 'readme', kind: { type: 'file_contains', path: 'README.md', pattern: '# app' } },
+        { criterion_id: 'notes', kind: { type: 'file_exists', path: 'notes.md' } },
+      ],
+      [
+        { item_id: 'a', title: 'A', criterion_ids: ['readme'] },
+        { item_id: 'b', title: 'B', criterion_ids: ['notes'] },
+      ],
+    );
+    await finishItem('a');
+    await work.transitionItem(
+      deps,
+      'acme',
+      { session_id: 's', revision: 1, item_id: 'b', to: 'running' },
+      model,
+    );
+    const report = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(report.contract_status).toBe('active');
+    expect(report.snapshot.contract?.items.map((item) => [item.item_id, item.status])).toEqual([
+      ['a', 'succeeded'],
+      ['b', 'running'],
+    ]);
+    const gate = workGate(report.snapshot.projection, live);
+    expect(gate.decision).toBe('block');
+    expect(gate.decision === 'block' && gate.reasons.map((reason) => `${reason.code}:${reason.id}`)).toEqual([
+      'item_running:b',
+      'criterion_unverified:notes',
+    ]);
+  });
+
+  it('tool failure becomes evidence: a failed tool result is cited by the failing verdict', async () => {
+    await contractWith([{ criterion_id: 'tests', kind: { type: 'tool_succeeded', tool: 'run_tests' } }]);
+    await work.commitWork(deps, work.sessionStream('acme', 's'), () => ({
+      entries: [
+        {
+          type: 'tool_result',
+          content: {
+            schema: 'baton.tool-result/v1',
+            tool_use_id: 'call-7',
+            tool: 'run_tests',
+            is_error: true,
+            output: '2 failing',
+          },
+        },
+      ],
+      events: [],
+    }));
+    await finishItem();
+    const report = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(report.verdicts[0]).toMatchObject({
+      verdict: 'failed',
+      reason: 'the latest result of tool run_tests is an error',
+      evidence: [{ type: 'tool_result', session_id: 's', tool_use_id: 'call-7' }],
+    });
+    const criterion = report.snapshot.contract?.criteria[0];
+    expect(criterion?.result?.evidence).toEqual([
+      { type: 'tool_result', session_id: 's', tool_use_id: 'call-7' },
+    ]);
+  });
+
+  it('runs shell criteria only in the sandbox: a write to the workspace fails and leaves it unchanged', async () => {
+    const before = await workspaceCheckpoint(workspace);
+    await contractWith([{ criterion_id: 'writes', kind: { type: 'shell', command: 'echo x > hacked.txt' } }]);
+    await finishItem();
+    const report = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(report.verdicts[0]).toMatchObject({ verdict: 'failed' });
+    expect(existsSync(join(workspace, 'hacked.txt'))).toBe(false);
+    expect((await workspaceCheckpoint(workspace)).checkpoint).toBe(before.checkpoint);
+    expect(execFileSync('git', ['-C', workspace, 'status', '--porcelain'], { encoding: 'utf8' })).toBe(
+      '?? README.md\n',
+    );
+  });
+
+  it('records the sandbox as unavailable, never runs the command unsandboxed, and never completes', async () => {
+    const marker = join(workspace, 'ran.txt');
+    await contractWith([{ criterion_id: 'cmd', kind: { type: 'shell', command: `touch ${marker}` } }]);
+    await finishItem();
+    const report = await verifyWork(
+      deps,
+      'acme',
+      { session_id: 's' },
+      { sandbox: { bwrap: '/nonexistent/bwrap' } },
+    );
+    expect(report.verdicts[0]?.verdict).toBe('unavailable');
+    expect(report.verdicts[0]?.reason).toMatch(/^sandbox_unavailable/);
+    expect(existsSync(marker)).toBe(false);
+    expect(report.contract_status).toBe('active');
+    expect(report.snapshot.contract?.items[0]?.status).toBe('ready_for_verification');
+  });
+
+  it('leaves semantic criteria unverified without a judge; they never pass by default', async () => {
+    await contractWith([
+      { criterion_id: 'clear', kind: { type: 'semantic', statement: 'the notes read clearly' } },
+    ]);
+    await finishItem();
+    const report = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(report.verdicts[0]).toMatchObject({
+      verdict: 'unknown',
+      reason: 'unverified: no judge configured',
+    });
+    expect(report.contract_status).toBe('active');
+    const judged = await verifyWork(
+      deps,
+      'acme',
+      { session_id: 's' },
+      { judge: async () => ({ verdict: 'passed', reason: 'reads well' }) },
+    );
+    expect(judged.contract_status).toBe('completed');
+  });
+
+  it('a newer workspace mutation invalidates earlier verdicts until verification runs again', async () => {
+    await contractWith(
+      [{ criterion_id: 'readme', kind: { type: 'file_contains', path: 'README.md', pattern: '# app' } }],
+      [
+        { item_id: 'a', title: 'A', criterion_ids: ['readme'] },
+        { item_id: 'b', title: 'B', criterion_ids: ['readme'] },
+      ],
+    );
+    await finishItem('a');
+    const first = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(first.contract_status).toBe('active');
+    writeFileSync(join(workspace, 'README.md'), '# app\nchanged\n');
+    const now = (await workspaceCheckpoint(workspace)).checkpoint;
+    const stale = workGate(first.snapshot.projection, { live_children: [], checkpoint: now });
+    expect(
+      stale.decision === 'block' &&
+        stale.reasons.some((reason) => reason.code === 'evidence_stale' && reason.id === 'readme'),
+    ).toBe(true);
+    expect(
+      workGate(first.snapshot.projection, { live_children: [], checkpoint: first.checkpoint }).decision,
+    ).toBe('block');
+    await finishItem('b');
+    const second = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(second.checkpoint).toBe(now);
+    expect(second.contract_status).toBe('completed');
+    expect(workGate(second.snapshot.projection, { live_children: [], checkpoint: now }).decision).toBe(
+      'allow',
+    );
+  });
+
+  it('blocks while a child session is live', async () => {
+    await contractWith([{ criterion_id: 'readme', kind: { type: 'file_exists', path: 'README.md' } }]);
+    const assigned = await work.reassignItem(
+      deps,
+      'acme',
+      { session_id: 's', item_id: 'do', owner: { type: 'worker' }, child_session_id: 'child-1' },
+      { type: 'human', id: 'ana' },
+    );
+    const gate = workGate(assigned.projection, { live_children: ['child-1'], checkpoint: null });
+    expect(gate.decision === 'block' && gate.reasons[0]).toMatchObject({ code: 'child_live', id: 'do' });
+  });
+});
+
+describe('operation identity', () => {
+  it('duplicate operation id is treated idempotently: the second call appends nothing', async () => {
+    await contractWith([{ criterion_id: 'readme', kind: { type: 'file_exists', path: 'README.md' } }]);
+    const input = {
+      session_id: 's',
+      revision: 1,
+      item_id: 'do',
+      to: 'running' as const,
+      operation_id: 'op-1',
+    };
+    const first = await work.transitionItem(deps, 'acme', input, model);
+    const again = await work.transitionItem(deps, 'acme', input, model);
+    expect(again.position).toBe(first.position);
+    const other = await work.attachEvidence(
+      deps,
+      'acme',
+      {
+        session_id: 's',
+        revision: 1,
+        item_id: 'do',
+        evidence: { type: 'child_session', session_id: 'c' },
+        operation_id: 'op-1',
+      },
+      model,
+    );
+    expect(other.position).toBe(first.position);
+    const text = await ledgerText();
+    expect(text.split('"operation_id":"op-1"').length - 1).toBe(1);
+  });
+});
+
+describe('secrets', () => {
+  it('no secret in projection, evidence or responses: env values, key formats and file contents are scrubbed', async () => {
+    const canary = `zz-canary-${Date.now()}-q7`;
+    process.env.BATON_CANARY_VERIFY = canary;
+    try {
+      writeFileSync(join(workspace, 'leak.txt'), `${canary}\nghp_${'a'.repeat(36)}\nAKIAABCDEFGHIJKLMNOP\n`);
+      await contractWith([
+        {
+          criterion_id: 'leak',
+          kind: { type: 'shell', command: 'cat leak.txt; echo "$BATON_CANARY_VERIFY"; env; false' },
+        },
+      ]);
+      await finishItem();
+      const report = await verifyWork(deps, 'acme', { session_id: 's' });
+      expect(report.verdicts[0]?.verdict).toBe('failed');
+      const everything = [
+        JSON.stringify(report),
+        JSON.stringify(await work.readWork(deps, 'acme', { session_id: 's' })),
+        await ledgerText(),
+      ].join('\n');
+      expect(everything).toContain('[redacted]');
+      for (const secret of [canary, `ghp_${'a'.repeat(36)}`, 'AKIAABCDEFGHIJKLMNOP'])
+        expect(everything).not.toContain(secret);
+      expect(readFileSync(join(workspace, 'leak.txt'), 'utf8')).toContain(canary);
+    } finally {
+      delete process.env.BATON_CANARY_VERIFY;
+    }
+  });
+});
