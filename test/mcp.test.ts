@@ -21,6 +21,7 @@ import { findOperation } from '../src/app/operations.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { registerMcpRoutes } from '../src/mcp/http.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
+import { workToolNames } from '../src/mcp/work-tools.ts';
 import { withOverrides } from './helpers/stores.ts';
 import { tempSqliteStore } from './helpers/sqlite.ts';
 import {
@@ -71,11 +72,12 @@ describe('MCP over stdio', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('lists exactly the nine tools, each saying it grants no authority, with annotations', async () => {
+  it('lists exactly the nine continuity tools and the six work tools, each saying it grants no authority, with annotations', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames].sort());
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames, ...workToolNames].sort());
     for (const tool of tools) {
       expect(tool.description).toMatch(noAuthorityPattern);
+      if (workToolNames.includes(tool.name)) continue;
       expect(tool.annotations).toEqual({
         title: expect.any(String) as string,
         readOnlyHint: readTools.includes(tool.name),
@@ -280,7 +282,7 @@ describe('MCP over Streamable HTTP', () => {
   it('lists the tools and runs a whole continuity loop', async () => {
     const { client } = await connect(writer);
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames].sort());
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames, ...workToolNames].sort());
     await runContinuityLoop(client, 'http-loop');
   });
 

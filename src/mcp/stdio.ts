@@ -15,8 +15,17 @@ function report(error: unknown, tool: string): void {
 }
 
 /** Serve until stdin ends (the client went away) or the transport closes; then resolve. */
-export async function runStdioMcp(options: { deps: AppDeps; principal: Principal }): Promise<void> {
-  const server = createMcpServer({ ...options, onError: report });
+export async function runStdioMcp(options: {
+  deps: AppDeps;
+  principal: Principal;
+  /** The workspace of sessions the work tools start; default the working directory. */
+  workspace?: string;
+}): Promise<void> {
+  const server = createMcpServer({
+    ...options,
+    workspace: options.workspace ?? process.cwd(),
+    onError: report,
+  });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
     // Set before connect: the server keeps this handler and calls it after its own.

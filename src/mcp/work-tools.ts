@@ -1,0 +1,210 @@
+/**
+ * The managed-work tools for agents Baton does not run (Claude Code, Codex, any MCP client):
+ * work_get, work_transition, work_revise, work_attach_evidence, work_request_input and
+ * work_verify. The model proposes; Baton validates against the projection and appends; the
+ * result reports the new state. Every change is recorded with the model as its actor, so the
+ * projector refuses any move into succeeded or completed: only work_verify (the verifier) can.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { authorize } from '../app/auth.ts';
+import type { Access } from '../app/operations.ts';
+import { verifyWork } from '../app/verify.ts';
+import {
+  attachEvidence,
+  createContract,
+  evidenceFields,
+  readWork,
+  requestInput,
+  requestInputFields,
+  reviseContract,
+  startSession,
+  transitionFields,
+  transitionItem,
+  createContractFields,
+  type WorkSnapshot,
+} from '../app/work.ts';
+import { isBatonError } from '../core/errors.ts';
+import { sessionIdSchema } from '../core/ledger/names.ts';
+import { parseRecord } from '../core/records.ts';
+import { workGate } from '../core/work/gate.ts';
+import type { Actor } from '../core/work/model.ts';
+import { failure, listedSchema, noAuthority, success } from './results.ts';
+import type { McpServerOptions } from './server.ts';
+
+const session = { session_id: sessionIdSchema };
+
+const reviseInput = z.strictObject({
+  ...createContractFields,
+  /** Absent when the session has no live contract yet: the proposal then creates revision 1. */
+  previous_revision: z.number().int().min(1).optional(),
+  reason: z.string().max(4000).optional(),
+});
+
+interface WorkTool {
+  readonly name: string;
+  readonly summary: string;
+  readonly access: Access;
+  readonly idempotent: boolean;
+  readonly input: z.ZodType;
+  run(options: McpServerOptions, args: Record<string, unknown>, actor: Actor): Promise<unknown>;
+}
+
+/** The snapshot with the completion gate's decision on it, for an agent deciding whether to stop. */
+function withGate(snapshot: WorkSnapshot) {
+  return {
+    ...snapshot,
+    gate: workGate(snapshot.projection, { live_children: [], checkpoint: null }),
+    trust: 'untrusted_history',
+  };
+}
+
+const workTools: readonly WorkTool[] = [
+  {
+    name: 'work_get',
+    summary:
+      "Read the session's managed work: the contract, each item's status, criteria, evidence and whether stopping is allowed.",
+    access: 'read',
+    idempotent: true,
+    input: z.strictObject(session),
+    run: async (options, args) =>
+      withGate(await readWork(options.deps, options.principal.project_id, args as { session_id: string })),
+  },
+  {
+    name: 'work_transition',
+    summary:
+      'Propose an item status change: ready → running, running → blocked, running → ready_for_verification, blocked → ready. Only work_verify reaches succeeded.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject(transitionFields),
+    run: async (options, args, actor) =>
+      withGate(await transitionItem(options.deps, options.principal.project_id, args, actor)),
+  },
+  {
+    name: 'work_revise',
+    summary:
+      'Propose the work contract: without previous_revision it creates revision 1 (starting the session if needed); with it, the next revision. Baton validates it first.',
+    access: 'write',
+    idempotent: false,
+    input: reviseInput,
+    run: async (options, args, actor) => {
+      const { previous_revision, reason, ...rest } = parseRecord(reviseInput, args, 'work_revise input');
+      const project_id = options.principal.project_id;
+      if (previous_revision === undefined) {
+        await ensureSession(options, rest.session_id);
+        const { branch: _branch, ...definition } = rest;
+        void _branch;
+        return withGate(await createContract(options.deps, project_id, definition, actor));
+      }
+      const { contract_id: _id, branch: _b, ...definition } = rest;
+      void _id;
+      void _b;
+      return withGate(
+        await reviseContract(
+          options.deps,
+          project_id,
+          { ...definition, previous_revision, reason: reason ?? '' },
+          actor,
+        ),
+      );
+    },
+  },
+  {
+    name: 'work_attach_evidence',
+    summary:
+      'Attach a typed evidence reference (tool result, receipt, child session, …) to an item. Prose is not evidence.',
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject(evidenceFields),
+    run: async (options, args, actor) =>
+      withGate(await attachEvidence(options.deps, options.principal.project_id, args, actor)),
+  },
+  {
+    name: 'work_request_input',
+    summary: 'Pause the contract for an answer from a person; work resumes when they confirm.',
+    access: 'write',
+    idempotent: false,
+    input: z.strictObject(requestInputFields),
+    run: async (options, args, actor) =>
+      withGate(await requestInput(options.deps, options.principal.project_id, args, actor)),
+  },
+  {
+    name: 'work_verify',
+    summary:
+      "Run the contract's criteria (shell criteria in a read-only sandbox) and record each verdict; items succeed and the contract completes only when every required criterion passed.",
+    access: 'write',
+    idempotent: false,
+    input: z.strictObject({ ...session, contract_id: z.string().optional() }),
+    run: async (options, args) => {
+      const report = await verifyWork(
+        options.deps,
+        options.principal.project_id,
+        args as { session_id: string; contract_id?: string },
+      );
+      return { ...report, snapshot: withGate(report.snapshot), trust: 'untrusted_observation' };
+    },
+  },
+];
+
+/** Start the session a first proposal names, in the server's workspace, if it does not exist. */
+async function ensureSession(options: McpServerOptions, session_id: string): Promise<void> {
+  try {
+    await readWork(options.deps, options.principal.project_id, { session_id });
+  } catch (error) {
+    if (!isBatonError(error, 'not_found')) throw error;
+    await startSession(options.deps, options.principal.project_id, {
+      session_id,
+      work_mode: 'managed',
+      ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+    });
+  }
+}
+
+function annotations(tool: WorkTool): ToolAnnotations {
+  return {
+    title: tool.name,
+    readOnlyHint: tool.access === 'read',
+    destructiveHint: false,
+    idempotentHint: tool.idempotent,
+    openWorldHint: false,
+  };
+}
+
+async function call(tool: WorkTool, options: McpServerOptions, args: unknown): Promise<CallToolResult> {
+  try {
+    authorize(options.principal, tool.access);
+    parseRecord(tool.input, args, `${tool.name} input`);
+    const actor: Actor = { type: 'model', id: `token:${options.principal.token_id}` };
+    return success(await tool.run(options, args as Record<string, unknown>, actor), 'untrusted_history');
+  } catch (error) {
+    if (isBatonError(error)) return failure(error.code, error.message, error.data);
+    try {
+      options.onError?.(error, tool.name);
+    } catch {
+      // A failing reporter must not turn a tool error into a crash.
+    }
+    return failure(
+      'internal',
+      `${tool.name} failed unexpectedly; nothing more is reported to the caller`,
+      {},
+    );
+  }
+}
+
+export const workToolNames = workTools.map((tool) => tool.name);
+
+export function registerWorkTools(server: McpServer, options: McpServerOptions): void {
+  for (const tool of workTools) {
+    server.registerTool(
+      tool.name,
+      {
+        title: tool.name,
+        description: `${tool.summary} ${noAuthority}`,
+        inputSchema: listedSchema(tool.input),
+        annotations: annotations(tool),
+      },
+      (args) => call(tool, options, args),
+    );
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * Managed work for an agent Baton does not run, through the official MCP SDK client over stdio:
+ * the model proposes through the work tools, Baton validates and appends, and only work_verify
+ * reaches succeeded or completed. Secret canaries planted in the server's environment, in a
+ * workspace file and in command output never come back in a tool result or reach the ledger.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportStream } from '../src/app/ledger.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { workToolNames } from '../src/mcp/work-tools.ts';
+import { noAuthorityPattern, ok } from './helpers/mcp.ts';
+
+const entry = join(import.meta.dirname, 'helpers', 'mcp-stdio-entry.ts');
+const canary = `zz-mcp-canary-${process.pid}-${Date.now()}`;
+const fileCanary = `ghp_${'Z'.repeat(36)}`;
+
+describe('managed work over MCP (stdio)', () => {
+  let dir: string;
+  let workspace: string;
+  let client: Client;
+  const transcript: string[] = [];
+
+  async function call(name: string, args: Record<string, unknown>) {
+    const result = await client.callTool({ name, arguments: args });
+    transcript.push(JSON.stringify(result));
+    return result;
+  }
+
+  async function expectToolError(name: string, args: Record<string, unknown>, code: string, rule?: string) {
+    const result = await call(name, args);
+    expect(result.isError).toBe(true);
+    const error = (result.structuredContent as { error: { code: string; details: { rule?: string } } }).error;
+    expect(error.code).toBe(code);
+    if (rule) expect(error.details.rule).toBe(rule);
+  }
+
+  async function good<T = Record<string, unknown>>(name: string, args: Record<string, unknown>): Promise<T> {
+    const result = await ok<T>(client, name, args);
+    transcript.push(JSON.stringify(result));
+    return result;
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-mcp-work-'));
+    workspace = mkdtempSync(join(tmpdir(), 'baton-mcp-ws-'));
+    execFileSync('git', ['init', '-q', workspace]);
+    writeFileSync(join(workspace, 'secret.txt'), `${canary}\n${fileCanary}\n`);
+    client = new Client({ name: 'baton-test', version: '0.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [entry, join(dir, 'baton.db'), 'acme'],
+        cwd: workspace,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', BATON_MCP_CANARY: canary },
+        stderr: 'inherit',
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await client.close();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it('lists the six work tools, each saying it grants no authority', async () => {
+    const { tools } = await client.listTools();
+    const work = tools.filter((tool) => workToolNames.includes(tool.name));
+    expect(work.map((tool) => tool.name).sort()).toEqual(
+      [
+        'work_attach_evidence',
+        'work_get',
+        'work_request_input',
+        'work_revise',
+        'work_transition',
+        'work_verify',
+      ].sort(),
+    );
+    for (const tool of work) {
+      expect(tool.description).toMatch(noAuthorityPattern);
+      expect(tool.annotations?.readOnlyHint).toBe(tool.name === 'work_get');
+      expect(tool.inputSchema.properties ?? {}).not.toHaveProperty('project_id');
+    }
+  });
+
+  it('works a contract from proposal to verified completion; the model never completes it itself', async () => {
+    const session_id = 'claude-1';
+    const created = await good<{
+      contract: { status: string; revision: number; items: { status: string }[] };
+    }>('work_revise', {
+      session_id,
+      contract_id: 'work-1',
+      objective: 'write the notes',
+      criteria: [
+        { criterion_id: 'notes', statement: 'notes exist', kind: { type: 'file_exists', path: 'notes.md' } },
+        {
+          criterion_id: 'says-done',
+          statement: 'notes say done',
+          kind: { type: 'shell', command: 'grep -q done notes.md' },
+        },
+      ],
+      items: [{ item_id: 'write', title: 'Write notes', criterion_ids: ['notes', 'says-done'] }],
+    });
+    expect(created.contract).toMatchObject({ status: 'active', revision: 1 });
+    expect(created.contract.items[0]?.status).toBe('ready');
+    const move = (to: string, operation_id?: string) =>
+      call('work_transition', {
+        session_id,
+        revision: 1,
+        item_id: 'write',
+        to,
+        ...(operation_id ? { operation_id } : {}),
+      });
+
+    expect((await move('running', 'op-start')).isError).toBeFalsy();
+    await expectToolError(
+      'work_transition',
+      { session_id, revision: 1, item_id: 'write', to: 'succeeded' },
+      'conflict',
+      'invalid_transition',
+    );
+    const gated = await good<{ gate: { decision: string } }>('work_get', { session_id });
+    expect(gated.gate.decision).toBe('block');
+
+    expect((await move('ready_for_verification')).isError).toBeFalsy();
+    const failed = await good<{ contract_status: string; verdicts: { verdict: string }[] }>('work_verify', {
+      session_id,
+    });
+    expect(failed.contract_status).toBe('active');
+    expect(failed.verdicts.map((verdict) => verdict.verdict)).toEqual(['failed', 'failed']);
+
+    writeFileSync(join(workspace, 'notes.md'), 'all done\n');
+    expect((await move('running')).isError).toBeFalsy();
+    expect((await move('ready_for_verification')).isError).toBeFalsy();
+    const passed = await good<{ contract_status: string; snapshot: { gate: { decision: string } } }>(
+      'work_verify',
+      { session_id },
+    );
+    expect(passed.contract_status).toBe('completed');
+    expect(passed.snapshot.gate.decision).toBe('allow');
+  });
+
+  it('refuses bad input with invalid_input and a stale revision with revision_conflict', async () => {
+    await expectToolError('work_transition', { session_id: 'claude-1', item_id: 'write' }, 'invalid_input');
+    await expectToolError('work_get', { session_id: 'nobody' }, 'not_found');
+    await good('work_revise', {
+      session_id: 'claude-2',
+      objective: 'second',
+      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
+    });
+    await good('work_revise', {
+      session_id: 'claude-2',
+      previous_revision: 1,
+      objective: 'second, revised',
+      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
+      reason: 'clearer',
+    });
+    await expectToolError(
+      'work_transition',
+      { session_id: 'claude-2', revision: 1, item_id: 'a', to: 'running' },
+      'revision_conflict',
+      'stale_revision',
+    );
+    await expectToolError(
+      'work_revise',
+      {
+        session_id: 'claude-3',
+        objective: 'escape',
+        criteria: [],
+        items: [{ item_id: 'a', title: 'A', path_claims: ['../../etc'] }],
+      },
+      'invalid_input',
+    );
+  });
+
+  it('secret canaries from the environment, a workspace file and command output reach no result and no ledger entry', async () => {
+    const session_id = 'claude-secrets';
+    await good('work_revise', {
+      session_id,
+      objective: 'leak check',
+      criteria: [
+        {
+          criterion_id: 'leak',
+          statement: 'no leak',
+          kind: { type: 'shell', command: 'cat secret.txt; env; exit 1' },
+        },
+      ],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['leak'] }],
+    });
+    await call('work_transition', { session_id, revision: 1, item_id: 'a', to: 'running' });
+    await call('work_transition', { session_id, revision: 1, item_id: 'a', to: 'ready_for_verification' });
+    const report = await good<{ verdicts: { verdict: string }[] }>('work_verify', { session_id });
+    expect(report.verdicts[0]?.verdict).toBe('failed');
+    await good('work_get', { session_id });
+    const store = await openSqliteStore({ path: join(dir, 'baton.db') });
+    let ledger = '';
+    try {
+      for (const id of ['claude-1', 'claude-2', session_id]) {
+        await exportStream({ store }, { project_id: 'acme', kind: 'session', session_id: id }, (chunk) => {
+          ledger += chunk;
+        });
+      }
+    } finally {
+      await store.close();
+    }
+    const everything = `${transcript.join('\n')}\n${ledger}`;
+    expect(everything).toContain('[redacted]');
+    expect(everything).not.toContain(canary);
+    expect(everything).not.toContain(fileCanary);
+  });
+});
