@@ -332,3 +332,34 @@ describe('secrets', () => {
     }
   });
 });
+
+describe('the stop gate', () => {
+  it('blocks while work is unfinished, then ends the contract unverified when continuation is exhausted', async () => {
+    const { stopGate } = await import('../src/app/gate.ts');
+    await contractWith([{ criterion_id: 'notes', kind: { type: 'file_exists', path: 'notes.md' } }]);
+    const first = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 2 });
+    expect(first).toMatchObject({ decision: 'block', blocks: 1, exhausted: null });
+    expect((await stopGate(deps, 'acme', { session_id: 's', max_blocks: 2 })).blocks).toBe(2);
+    const third = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 2 });
+    expect(third).toMatchObject({ decision: 'allow', status: 'unverified', blocks: 3 });
+    expect(third.exhausted?.reason).toMatch(
+      /^continuation exhausted with 2 open reasons: required item "do" is ready/,
+    );
+    const after = await work.readWork(deps, 'acme', { session_id: 's' });
+    expect(after.projection?.contracts[0]).toMatchObject({ status: 'unverified' });
+    expect(after.control_block).toBeNull();
+  });
+
+  it('allows once verification passed, and resets the count of blocks', async () => {
+    const { stopGate } = await import('../src/app/gate.ts');
+    await contractWith([{ criterion_id: 'readme', kind: { type: 'file_exists', path: 'README.md' } }]);
+    expect((await stopGate(deps, 'acme', { session_id: 's' })).decision).toBe('block');
+    await finishItem();
+    await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(await stopGate(deps, 'acme', { session_id: 's' })).toMatchObject({
+      decision: 'allow',
+      status: 'completed',
+      blocks: 0,
+    });
+  });
+});

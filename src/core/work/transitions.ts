@@ -83,7 +83,7 @@ export const contractTransitions: Table<ContractStatus> = {
     ['active', 'verifying'],
     ['verifying', 'active'],
     ['verifying', 'completed'],
-    ...(['active', 'blocked', 'verifying'] as const).flatMap((status) => [
+    ...(['awaiting_input', 'active', 'blocked', 'verifying'] as const).flatMap((status) => [
       [status, 'failed'] as const,
       [status, 'unverified'] as const,
     ]),
