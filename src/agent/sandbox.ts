@@ -6,7 +6,8 @@
  * Two checks keep a broken or fake `bwrap` from running a command unsandboxed. A probe first
  * runs a fixed guard script through the same flags and accepts the sandbox only when the guard
  * reports, on a private pipe, that it sees the sandbox's hostname, a cleared environment and a
- * read-only root; a `bwrap` that runs its last argument directly only ever gets that guard.
+ * read-only root; a `bwrap` that runs its last argument directly only ever gets the probe's
+ * empty command.
  * Then the criterion itself runs behind the same guard, which writes its sentinel and closes the
  * pipe just before it execs the command: a run without the sentinel failed in bwrap's own setup
  * and is `unavailable`, not `failed`.
