@@ -143,3 +143,16 @@ it('the ledger knows every session entry type, so an import never calls one unkn
   const { sessionEntryTypes } = await import('../src/core/work/session.ts');
   for (const type of sessionEntryTypes) expect(knownEntryTypes.has(type)).toBe(true);
 });
+
+it('work events round-trip: every event parses to exactly what was written, and export gives the same bytes', async () => {
+  const { workEventSchema } = await import('../src/core/work/model.ts');
+  let events = 0;
+  for (const name of scenarios) {
+    const parsed = await parseLedgerLines(readFileSync(join(folder, `${name}.jsonl`), 'utf8').split('\n'));
+    for (const entry of parsed.entries.filter((line) => line.type === 'work_event')) {
+      expect(workEventSchema.parse(entry.content)).toEqual(entry.content);
+      events += 1;
+    }
+  }
+  expect(events).toBeGreaterThan(80);
+});
