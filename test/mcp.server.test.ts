@@ -10,6 +10,7 @@ import { createToken } from '../src/app/auth.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { startServer } from '../src/http/server.ts';
 import { tempSqliteStore } from './helpers/sqlite.ts';
+import { workToolNames } from '../src/mcp/work-tools.ts';
 import { ok, toolNames } from './helpers/mcp.ts';
 
 /** A POST whose Host header is sent as given (fetch would replace it). */
@@ -62,7 +63,7 @@ describe('MCP on the Baton HTTP server', () => {
       }),
     );
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames].sort());
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...toolNames, ...workToolNames].sort());
     expect(await ok(client, 'get_report', {})).toMatchObject({ result: { project_id: 'acme' } });
     expect(await postWithHost(url, `rebound.example:${url.port}`, token)).toBe(403);
     // The client stays connected: closing the server ends its session.

@@ -466,7 +466,9 @@ export async function verifyWork(
           ),
         ];
   });
-  const after = snapshot.projection?.contracts.find((candidate) => candidate.contract_id === contract.contract_id);
+  const after = snapshot.projection?.contracts.find(
+    (candidate) => candidate.contract_id === contract.contract_id,
+  );
   return {
     session_id,
     contract_id: contract.contract_id,

@@ -12,6 +12,8 @@ import { ledgerCommands } from './commands/ledger.ts';
 import { viewCommands } from './commands/views.ts';
 import { handoffCommands } from './commands/handoff.ts';
 import { recordCommands } from './commands/records.ts';
+import { gateCommands } from './commands/work-gate.ts';
+import { sessionCommands, workCommands as managedWorkCommands } from './commands/work.ts';
 import { createContext } from './context.ts';
 
 export { UsageError, defaultProject, type Io } from './command.ts';
@@ -27,6 +29,9 @@ export const commands: Readonly<Record<string, Command>> = {
   ...bindCommands,
   ...workCommands,
   ...viewCommands,
+  ...sessionCommands,
+  ...managedWorkCommands,
+  ...gateCommands,
   ...ledgerCommands,
 };
 
@@ -34,6 +39,14 @@ const groups: readonly { title: string; names: readonly string[] }[] = [
   { title: 'Set up and run', names: [...Object.keys(adminCommands), ...Object.keys(bindCommands)] },
   { title: 'Hand work over', names: Object.keys(workCommands) },
   { title: 'Read and review', names: Object.keys(viewCommands) },
+  {
+    title: 'Managed work',
+    names: [
+      ...Object.keys(sessionCommands),
+      ...Object.keys(managedWorkCommands),
+      ...Object.keys(gateCommands),
+    ],
+  },
   { title: 'The ledger', names: Object.keys(ledgerCommands) },
 ];
 

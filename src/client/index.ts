@@ -1,7 +1,8 @@
 /**
  * The typed HTTP client of a Baton server (`baton-work/client`): one method per registry
  * operation, named in camelCase after its operationId (`capture_source` → `captureSource`),
- * plus `invoke(operationId, input)`. GET operations send their input as query parameters,
+ * plus `invoke(operationId, input)`, and the managed-work methods of ./work.ts (startSession,
+ * getWork, createWork, …). GET operations send their input as query parameters,
  * POST operations as JSON; every request carries `Authorization: Bearer <token>`, and the
  * token decides the project. A server error `{error: {code, message, details}}` becomes a
  * BatonError with that code, message and data; a network failure becomes BatonError('unavailable').
@@ -9,8 +10,10 @@
 import { findOperation, operations } from '../app/operations.ts';
 import { BatonError, errorCodes, type ErrorCode } from '../core/errors.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
+import { workMethods, type WorkMethods } from './work.ts';
 
 export type * from './types.ts';
+export type * from './work.ts';
 export { BatonError, type ErrorCode } from '../core/errors.ts';
 
 export interface ClientOptions {
@@ -37,12 +40,13 @@ export type OperationMethods = {
   readonly [Id in OperationId as CamelCase<Id>]: Call<Id>;
 };
 
-export type BatonClient = Omit<OperationMethods, 'getReport'> & {
-  /** The Handoff Report: the project's, or one workstream's with scope_id; Markdown with format. */
-  getReport<I extends ReportInput = Record<string, never>>(input?: I): Promise<ReportResult<I>>;
-  /** Call any operation by its operationId. */
-  invoke<Id extends OperationId>(operationId: Id, input: OperationInput<Id>): Promise<OperationResult<Id>>;
-};
+export type BatonClient = Omit<OperationMethods, 'getReport'> &
+  WorkMethods & {
+    /** The Handoff Report: the project's, or one workstream's with scope_id; Markdown with format. */
+    getReport<I extends ReportInput = Record<string, never>>(input?: I): Promise<ReportResult<I>>;
+    /** Call any operation by its operationId. */
+    invoke<Id extends OperationId>(operationId: Id, input: OperationInput<Id>): Promise<OperationResult<Id>>;
+  };
 
 /** The method name of an operation: `record_task_outcome` → `recordTaskOutcome`. */
 export function methodName(operationId: string): string {
@@ -97,27 +101,25 @@ export function createClient(options: ClientOptions): BatonClient {
   if (!base.pathname.endsWith('/')) base.pathname += '/';
   const send = options.fetch ?? globalThis.fetch;
 
-  async function invoke(operationId: string, input: unknown = {}): Promise<unknown> {
-    const operation = findOperation(operationId);
-    if (!operation) throw new BatonError('invalid_input', `no operation ${operationId}`, { operationId });
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-      throw new BatonError('invalid_input', `${operationId} takes a JSON object`, { operationId });
-    }
-    const get = operation.method === 'GET';
-    const url = new URL(
-      operation.path.replace(/^\//, '') + (get ? queryOf(input as Record<string, unknown>) : ''),
-      base,
-    );
+  /** One request; the answer's JSON, or the BatonError of its error envelope. */
+  async function request(
+    method: 'GET' | 'POST',
+    path: string,
+    what: string,
+    body?: unknown,
+  ): Promise<unknown> {
+    const url = new URL(path.replace(/^\//, ''), base);
+    const post = method === 'POST';
     let response: Response;
     try {
       response = await send(url, {
-        method: operation.method,
+        method,
         headers: {
           authorization: `Bearer ${options.token}`,
           accept: 'application/json',
-          ...(get ? {} : { 'content-type': 'application/json' }),
+          ...(post ? { 'content-type': 'application/json' } : {}),
         },
-        ...(get ? {} : { body: JSON.stringify(input) }),
+        ...(post ? { body: JSON.stringify(body ?? {}) } : {}),
       });
     } catch (error) {
       throw new BatonError(
@@ -136,25 +138,34 @@ export function createClient(options: ClientOptions): BatonClient {
         url: url.href,
       });
     }
-    const body = parse(text);
-    if (!response.ok) throw errorOf(response.status, body);
-    if (body === undefined) {
-      throw new BatonError(
-        'unavailable',
-        `the server at ${base.origin} answered ${operationId} with no JSON`,
-        {
-          status: response.status,
-        },
-      );
+    const parsed = parse(text);
+    if (!response.ok) throw errorOf(response.status, parsed);
+    if (parsed === undefined) {
+      throw new BatonError('unavailable', `the server at ${base.origin} answered ${what} with no JSON`, {
+        status: response.status,
+      });
     }
-    return body;
+    return parsed;
+  }
+
+  async function invoke(operationId: string, input: unknown = {}): Promise<unknown> {
+    const operation = findOperation(operationId);
+    if (!operation) throw new BatonError('invalid_input', `no operation ${operationId}`, { operationId });
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+      throw new BatonError('invalid_input', `${operationId} takes a JSON object`, { operationId });
+    }
+    const get = operation.method === 'GET';
+    return get
+      ? request('GET', operation.path + queryOf(input as Record<string, unknown>), operationId)
+      : request('POST', operation.path, operationId, input);
   }
 
   const client: Record<string, unknown> = { invoke };
   for (const { operationId } of operations) {
     client[methodName(operationId)] = (input?: unknown) => invoke(operationId, input);
   }
-  return client as BatonClient;
+  Object.assign(client, workMethods(request));
+  return client as unknown as BatonClient;
 }
 
 function parse(text: string): unknown {

@@ -8,6 +8,10 @@ import { operations, type Operation } from '../app/operations.ts';
 import { errorEnvelopeSchema } from './errors.ts';
 import { csrfHeader, sessionCookie } from './auth.ts';
 import { bodyLimit } from './body.ts';
+import { unreadableEventName } from './work-routes.ts';
+import { workEndpoints, type WorkEndpoint } from './work-api.ts';
+import { liveEventNames } from '../core/work/live.ts';
+import { heartbeatMs } from './sse.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -82,6 +86,86 @@ function operationObject(operation: Operation): JsonSchema {
   };
 }
 
+/** `/v1/sessions/:session_id` → `/v1/sessions/{session_id}`. */
+function openApiPath(path: string): string {
+  return path.replace(/:([a-z_]+)/g, '{$1}');
+}
+
+function pathParameters(endpoint: Pick<WorkEndpoint, 'params' | 'fields'>): JsonSchema[] {
+  return endpoint.params.map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: jsonSchema(endpoint.fields[name] as z.ZodType, 'input'),
+  }));
+}
+
+function workOperationObject(endpoint: WorkEndpoint): JsonSchema {
+  const body = z.strictObject({
+    ...endpoint.fields,
+    ...Object.fromEntries(
+      endpoint.params.map((name) => [name, (endpoint.fields[name] as z.ZodType).optional()]),
+    ),
+  });
+  return {
+    operationId: endpoint.operationId,
+    summary: endpoint.summary,
+    tags: [endpoint.access, 'work'],
+    security,
+    'x-baton-access': endpoint.access,
+    parameters: pathParameters(endpoint),
+    ...(endpoint.method === 'POST'
+      ? {
+          requestBody: {
+            required: endpoint.params.length === 0,
+            description:
+              endpoint.params.length === 0
+                ? undefined
+                : `The path's ${endpoint.params.join(' and ')} ${endpoint.params.length === 1 ? 'is' : 'are'} merged in; a body naming another value is refused (422).`,
+            content: { 'application/json': { schema: jsonSchema(body, 'input') } },
+          },
+        }
+      : {}),
+    responses: {
+      '200': { description: 'the result', content: { 'application/json': { schema: {} } } },
+      ...errorResponses,
+    },
+  };
+}
+
+function workEventsObject(): JsonSchema {
+  return {
+    operationId: 'work_events',
+    summary:
+      'Server-Sent Events: every work event of the session after Last-Event-ID (or ?after=N), then live. ' +
+      'Each frame is `id: <ledger position>`, `event: <name>`, `data: {position, recorded_at, event}`. ' +
+      'To rebuild, GET the work snapshot and resume from its position.',
+    tags: ['read', 'work'],
+    security,
+    'x-baton-access': 'read',
+    'x-baton-events': [...liveEventNames, unreadableEventName],
+    'x-baton-heartbeat-ms': heartbeatMs,
+    parameters: [
+      { name: 'session_id', in: 'path', required: true, schema: { type: 'string' } },
+      {
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        schema: { type: 'string', pattern: '^\\d{1,15}$' },
+        description: 'Resume after this ledger position; wins over ?after.',
+      },
+      { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^\\d{1,15}$' } },
+    ],
+    responses: {
+      '200': {
+        description: 'an event stream that ends when the client or the server goes away',
+        content: { 'text/event-stream': { schema: { type: 'string' } } },
+      },
+      ...errorResponses,
+    },
+  };
+}
+
 const fixedPaths = {
   '/healthz': {
     get: {
@@ -145,6 +229,11 @@ export function openApiDocument(): JsonSchema {
       [operation.method.toLowerCase()]: operationObject(operation),
     };
   }
+  for (const endpoint of workEndpoints) {
+    const path = openApiPath(endpoint.path);
+    paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: workOperationObject(endpoint) };
+  }
+  paths['/v1/sessions/{session_id}/events'] = { get: workEventsObject() };
   cached = {
     openapi: '3.1.0',
     info: {

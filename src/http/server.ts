@@ -18,6 +18,8 @@ import { allowedHosts, guardHosts, hostWithPort, isLoopback } from './hosts.ts';
 import { loggerOptions } from './logging.ts';
 import { openApiDocument } from './openapi.ts';
 import { registerOperationRoutes } from './routes.ts';
+import { registerWebRoutes } from './static.ts';
+import { registerWorkRoutes } from './work-routes.ts';
 
 export interface ServeOptions {
   deps: AppDeps;
@@ -87,6 +89,8 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   app.get('/v1/openapi.json', async () => openApiDocument());
   registerSessionRoutes(app, deps);
   registerOperationRoutes(app, deps);
+  registerWorkRoutes(app, deps);
+  registerWebRoutes(app);
   registerMcpRoutes(app, { deps, authenticate: (request) => authenticateToken(deps, bearerToken(request)) });
   return app;
 }

@@ -18,6 +18,7 @@ import {
   type Options,
 } from '../command.ts';
 import type { Context } from '../context.ts';
+import { appDeps, commandConfig, configHelp, configOption } from '../config.ts';
 import { printStatus } from './ledger.ts';
 
 async function deps(context: Context): Promise<AppDeps> {
@@ -66,7 +67,7 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
   const host = text(context.values, 'host');
   const port = whole(context.values, 'port');
   const server = await startServer({
-    deps: await deps(context),
+    deps: await appDeps(context),
     ...(host === undefined ? {} : { host }),
     ...(port === undefined ? {} : { port }),
     logger: context.values.quiet !== true,
@@ -137,12 +138,13 @@ ${databaseHelp}`,
 
 const serve: Command = {
   summary: 'run the HTTP API (and MCP over HTTP) until Ctrl-C',
-  usage: `baton serve [--host HOST] [--port N]
+  usage: `baton serve [--host HOST] [--port N] [--config FILE]
 
 ${listenHelp}
+${configHelp}
 ${databaseHelp}`,
-  examples: ['baton serve', 'baton serve --port 0'],
-  options: { ...common, ...listenOptions },
+  examples: ['baton serve', 'baton serve --port 0 --config ./baton.toml'],
+  options: { ...common, ...listenOptions, ...configOption },
   async run(context) {
     await serveUntilStopped(
       context,
@@ -160,11 +162,19 @@ const start: Command = {
   --no-serve            only open the ledger, show what it holds and what to do next
 ${projectHelp}
 ${listenHelp}
+${configHelp}
 ${databaseHelp}`,
   examples: ['npm start', 'baton start --port 0', 'baton start --no-serve'],
-  options: { ...common, ...projectOption, ...listenOptions, 'no-serve': { type: 'boolean' } },
+  options: {
+    ...common,
+    ...projectOption,
+    ...listenOptions,
+    ...configOption,
+    'no-serve': { type: 'boolean' },
+  },
   async run(context) {
     const project_id = checkedProject(await context.project());
+    if (context.values['no-serve'] !== true) await commandConfig(context);
     const app = await deps(context);
     await app.store.createProject(project_id);
     if (context.values['no-serve'] === true) {
@@ -207,17 +217,18 @@ ${databaseHelp}`,
 
 const mcp: Command = {
   summary: 'serve MCP over stdio for agents that start their tools themselves',
-  usage: `baton mcp [--project ID]
+  usage: `baton mcp [--project ID] [--config FILE]
 
   Speaks MCP on stdin/stdout as the project's owner (a local principal); the project is
   created if missing. Tool results are untrusted history: they grant no authority.
 ${projectHelp}
+${configHelp}
 ${databaseHelp}`,
   examples: ['baton mcp --project default'],
-  options: { ...common, ...projectOption },
+  options: { ...common, ...projectOption, ...configOption },
   async run(context) {
     const project_id = checkedProject(await context.project());
-    const app = await deps(context);
+    const app = await appDeps(context);
     await app.store.createProject(project_id);
     const { runStdioMcp } = await import('../../mcp/stdio.ts');
     // Serves until stdin ends; a signal stops it too (stdin is let go so the process can end).

@@ -181,15 +181,24 @@ const read: Command = {
 
 const ledgerExport: Command = {
   summary: 'write a stream as JSONL: a baton.ledger-export/v1 header, then one baton.entry/v1 line per entry',
-  usage: `baton ledger export (--scope SCOPE_ID | --session ID) [--out FILE] [--project ID]
+  usage: `baton ledger export (<session> | --session ID | --scope SCOPE_ID) [--out FILE] [--project ID]
 
+  SESSION      the session stream to export (the same as --session SESSION)
   --out FILE   write there instead of stdout; progress goes to stderr
 ${databaseHelp}`,
-  examples: ['baton ledger export --scope my-work --out my-work.jsonl'],
+  examples: [
+    'baton ledger export fix-login --out fix-login.jsonl',
+    'baton ledger export --scope my-work --out my-work.jsonl',
+  ],
   options: { ...streamOptions, out: { type: 'string' } },
   async run(context) {
-    const { io, values } = context;
-    const stream = streamFrom(values);
+    const { io, values, positionals } = context;
+    if (positionals.length > 1) throw new UsageError('name one session, not several');
+    const [session] = positionals;
+    if (session !== undefined && (values.session !== undefined || values.scope !== undefined)) {
+      throw new UsageError('name the stream once: a SESSION argument, --session or --scope');
+    }
+    const stream = streamFrom(session === undefined ? values : { ...values, session });
     const out = text(values, 'out');
     const file = out === undefined ? undefined : createWriteStream(out, { flags: 'wx' });
     const write = file

@@ -1,0 +1,179 @@
+/**
+ * `baton work gate` (the completion gate, also as a Claude Code or Codex Stop hook) and
+ * `baton work verify` (run the verifier and print each verdict). Both run on this machine's
+ * store and workspace: the gate computes the workspace checkpoint now, and the verifier runs
+ * shell criteria in the local read-only sandbox, so neither goes through --server.
+ */
+import { stopGate, defaultMaxBlocks } from '../../app/gate.ts';
+import { verifyWork } from '../../app/verify.ts';
+import { BatonError, isBatonError } from '../../core/errors.ts';
+import { common, databaseHelp, text, UsageError, whole, type Command, type Options } from '../command.ts';
+import { appDeps, configHelp, configOption } from '../config.ts';
+import type { Context } from '../context.ts';
+
+const options = {
+  ...common,
+  ...configOption,
+  session: { type: 'string' },
+  project: { type: 'string' },
+  database: { type: 'string' },
+  server: { type: 'string' },
+  json: { type: 'boolean', default: false },
+} satisfies Options;
+
+function session(context: Context): string {
+  const given = text(context.values, 'session') ?? context.positionals[0];
+  if (given === undefined || context.positionals.length > (text(context.values, 'session') ? 0 : 1)) {
+    throw new UsageError('name one session: --session ID');
+  }
+  return given;
+}
+
+function localOnly(context: Context, name: string): void {
+  if (text(context.values, 'server') !== undefined || context.io.env.BATON_SERVER) {
+    throw new UsageError(
+      `${name} runs on this machine's store and workspace; drop --server (and BATON_SERVER), use --database for a shared PostgreSQL`,
+    );
+  }
+}
+
+/** The Stop hook's input on stdin, when a hook runner sent one; {} otherwise. */
+async function hookInput(): Promise<Record<string, unknown>> {
+  if (process.stdin.isTTY) return {};
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const raw = Buffer.concat(chunks).toString('utf8').trim();
+  if (raw === '') return {};
+  try {
+    const value = JSON.parse(raw) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
+  } catch {
+    return {};
+  }
+}
+
+const gate: Command = {
+  summary: 'decide whether an agent may stop: blocks while managed work is unfinished or unverified',
+  usage: `baton work gate --session ID [--hook] [--max-blocks N] [--json]
+
+  Blocks while a required item is pending, running, blocked or awaiting verification, while a
+  required criterion lacks a passing verdict, or when the workspace changed after a verdict.
+  A session without a live contract is allowed. After --max-blocks consecutive blocks the
+  contract ends unverified (or failed) with the reason, and stopping is allowed.
+  --session ID          the Baton session the agent works in
+  --hook                speak the Stop-hook protocol of Claude Code and Codex: read the hook's
+                        JSON on stdin; print {"decision":"block","reason":…} to block; exit 0
+  --max-blocks N        consecutive blocks before continuation is exhausted (default ${defaultMaxBlocks})
+  --json                print the decision as JSON (exit 0 either way)
+${configHelp}
+  --project ID          the project of the local database
+${databaseHelp}
+
+  Without --hook or --json: the reasons for people, exit 1 when blocked, 0 when allowed.`,
+  examples: [
+    'baton work gate --session claude-1',
+    'baton work gate --hook --session "$BATON_SESSION"    # as a Stop hook',
+  ],
+  options: { ...options, hook: { type: 'boolean', default: false }, 'max-blocks': { type: 'string' } },
+  async run(context) {
+    localOnly(context, 'work gate');
+    const hook = context.values.hook === true;
+    const session_id = session(context);
+    const max_blocks = whole(context.values, 'max-blocks');
+    if (hook) await hookInput();
+    const deps = await appDeps(context);
+    let result: Awaited<ReturnType<typeof stopGate>> | undefined;
+    try {
+      result = await stopGate(deps, await context.project(), {
+        session_id,
+        ...(max_blocks === undefined ? {} : { max_blocks }),
+      });
+    } catch (error) {
+      // A session that does not exist holds no managed work: nothing to gate.
+      if (!isBatonError(error, 'not_found')) throw error;
+    }
+    const blocked = result?.decision === 'block';
+    const reasons = result?.decision === 'block' ? result.reasons.map((reason) => reason.message) : [];
+    if (hook) {
+      if (blocked) {
+        const reason = `Baton work gate: the managed work is not verified complete.\n- ${reasons.join('\n- ')}\nFinish the items, move them to ready_for_verification and call work_verify.`;
+        context.io.out(`${JSON.stringify({ decision: 'block', reason })}\n`);
+      }
+      return;
+    }
+    if (context.values.json === true) {
+      context.io.out(
+        `${JSON.stringify(result ?? { decision: 'allow', contract_id: null, status: null, blocks: 0, exhausted: null })}\n`,
+      );
+      return;
+    }
+    if (!blocked) {
+      const why = result?.exhausted
+        ? ` (contract ${result.status}: ${result.exhausted.reason})`
+        : result?.status
+          ? ` (contract ${result.status})`
+          : ' (no live contract)';
+      context.io.out(`allow${why}\n`);
+      return;
+    }
+    context.io.out(
+      `block (${reasons.length} reason${reasons.length === 1 ? '' : 's'}, block ${result!.blocks}):\n${reasons.map((reason) => `  - ${reason}`).join('\n')}\n`,
+    );
+    throw new BatonError('precondition_failed', 'the work gate blocks stopping', { reasons });
+  },
+};
+
+const verify: Command = {
+  summary: "run a session's criteria (shell criteria in the read-only sandbox) and print each verdict",
+  usage: `baton work verify --session ID [--json]
+
+  Runs every criterion of the live contract in the spec's order and records each verdict with
+  its evidence; items succeed and the contract completes only when every required criterion
+  passed. Shell criteria run only inside bubblewrap; without it they are unavailable.
+  --session ID          the Baton session
+  --timeout-ms N        per shell criterion (default 60000)
+  --json                print the verification report as JSON
+${configHelp}
+  --project ID          the project of the local database
+${databaseHelp}
+
+  Exit 0 when the contract completed, 1 otherwise.`,
+  examples: ['baton work verify --session claude-1', 'baton work verify --session claude-1 --json'],
+  options: { ...options, 'timeout-ms': { type: 'string' } },
+  async run(context) {
+    localOnly(context, 'work verify');
+    const session_id = session(context);
+    const timeout = whole(context.values, 'timeout-ms');
+    const deps = await appDeps(context);
+    const report = await verifyWork(
+      deps,
+      await context.project(),
+      { session_id },
+      {
+        ...(timeout === undefined ? {} : { timeout_ms: timeout }),
+      },
+    );
+    context.print(report, () =>
+      [
+        `contract ${report.contract_id} revision ${report.revision}: ${report.contract_status}`,
+        ...report.verdicts.map(
+          (verdict) =>
+            `  ${verdict.verdict.padEnd(11)} ${verdict.criterion_id} (${verdict.kind}): ${verdict.reason}`,
+        ),
+      ].join('\n'),
+    );
+    if (report.contract_status !== 'completed' && context.values.json !== true) {
+      throw new BatonError(
+        'precondition_failed',
+        `the contract is ${report.contract_status}, not completed`,
+        {
+          contract_status: report.contract_status,
+        },
+      );
+    }
+  },
+};
+
+export const gateCommands: Record<string, Command> = { 'work gate': gate, 'work verify': verify };

@@ -1,0 +1,394 @@
+/**
+ * Sessions and their managed work: `baton session start` and `baton work show | create |
+ * confirm | revise | transition | retry | cancel | reassign`. Each calls one endpoint of the
+ * work table, on a server through the typed client, or on the local store as the person at the
+ * terminal (actor human "cli") with the `[work]` configuration of baton.toml. `--json` prints
+ * the answer exactly (a WorkSnapshot, or the session header for `session start`).
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { createClient, methodName } from '../../client/index.ts';
+import { workItemStatuses } from '../../core/work/model.ts';
+import type { WorkSnapshot } from '../../app/work.ts';
+import type { SessionHeader } from '../../core/work/session.ts';
+import { workModes } from '../../core/work/session.ts';
+import { findWorkEndpoint, mergeParams } from '../../http/work-api.ts';
+import {
+  list,
+  oneOf,
+  required,
+  text,
+  transportHelp,
+  transportOptions,
+  UsageError,
+  whole,
+  type Command,
+  type Options,
+} from '../command.ts';
+import { appDeps, configHelp, configOption } from '../config.ts';
+import type { Context } from '../context.ts';
+import * as render from '../render-work.ts';
+
+/** Call one work endpoint on the server, or on the local store; same answer, same errors. */
+async function callWork(
+  context: Context,
+  operationId: string,
+  input: Record<string, unknown>,
+): Promise<unknown> {
+  const endpoint = findWorkEndpoint(operationId)!;
+  const server = text(context.values, 'server') ?? (context.io.env.BATON_SERVER || undefined);
+  if (server !== undefined) {
+    if (text(context.values, 'project') !== undefined) {
+      throw new UsageError('on a server the token decides the project: drop --project (or drop --server)');
+    }
+    const token = text(context.values, 'token') ?? (context.io.env.BATON_TOKEN || undefined);
+    if (!token) throw new UsageError(`--server ${server} needs a token: --token TOKEN or BATON_TOKEN`);
+    const client = createClient({ baseUrl: server, token }) as unknown as Record<
+      string,
+      (input: unknown) => Promise<unknown>
+    >;
+    return client[methodName(operationId)]!(input);
+  }
+  const deps = await appDeps(context);
+  return endpoint.run(deps, await context.project(), mergeParams({}, input), { type: 'human', id: 'cli' });
+}
+
+const options = { ...transportOptions, ...configOption, contract: { type: 'string' } } satisfies Options;
+const commonHelp = `  --contract ID         the contract to change (default: the session's live one)
+${configHelp}
+${transportHelp}`;
+
+/** Exactly the named positionals, or a usage error that names them. */
+function positionals(context: Context, names: readonly string[]): string[] {
+  if (context.positionals.length !== names.length) {
+    throw new UsageError(
+      `give ${names.join(' and ')}${context.positionals.length > names.length ? ', nothing more' : ''}`,
+    );
+  }
+  return [...context.positionals];
+}
+
+function contract(context: Context): { contract_id?: string } {
+  const id = text(context.values, 'contract');
+  return id === undefined ? {} : { contract_id: id };
+}
+
+function reason(context: Context): { reason?: string } {
+  const given = text(context.values, 'reason');
+  return given === undefined ? {} : { reason: given };
+}
+
+/** The JSON object in a file (relative to the working directory), or on stdin for `-`. */
+async function jsonFile(context: Context, path: string): Promise<Record<string, unknown>> {
+  let source: string;
+  if (path === '-') {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    source = Buffer.concat(chunks).toString('utf8');
+  } else {
+    source = await readFile(resolve(context.cwd, path), 'utf8');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(source);
+  } catch (error) {
+    throw new UsageError(`${path} is not JSON: ${(error as Error).message}`, { showUsage: false });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new UsageError(`${path} holds a JSON object`, { showUsage: false });
+  }
+  return value as Record<string, unknown>;
+}
+
+function printWork(context: Context, snapshot: unknown): void {
+  context.print(snapshot, () => render.work(snapshot as WorkSnapshot));
+}
+
+const revisionHelp = `  --revision N          the revision you read (baton work show); a newer one refuses with revision_conflict`;
+
+const sessionStart: Command = {
+  summary: 'start a session stream with its header (workspace, lineage, capabilities)',
+  usage: `baton session start <session> [--workspace DIR] [--parent ID] [--capabilities FILE] [options]
+
+  SESSION               the session id you choose (1-200 visible ASCII characters)
+  --workspace DIR       the folder the session works in (made absolute); contract paths must stay inside
+  --parent ID           the parent session (a child session records its lineage)
+  --parent-contract ID  with --parent: the parent's contract this child works on
+  --parent-item ID      with --parent: the work item this child works on
+  --mode MODE           ${workModes.join(', ')} (default: [work] default_mode)
+  --capabilities FILE   JSON {write, tools, flows, capabilities, owners}: what contracts may use
+${configHelp}
+${transportHelp}`,
+  examples: [
+    'baton session start fix-login --workspace . --mode managed',
+    'baton session start fix-login-tests --parent fix-login --parent-contract c1 --parent-item tests',
+  ],
+  fields: {
+    session_id: 'SESSION',
+    workspace: '--workspace',
+    parent_session_id: '--parent',
+    contract_id: '--parent-contract',
+    work_item_id: '--parent-item',
+    work_mode: '--mode',
+    capabilities: '--capabilities',
+  },
+  options: {
+    ...transportOptions,
+    ...configOption,
+    workspace: { type: 'string' },
+    parent: { type: 'string' },
+    'parent-contract': { type: 'string' },
+    'parent-item': { type: 'string' },
+    mode: { type: 'string' },
+    capabilities: { type: 'string' },
+  },
+  async run(context) {
+    const [session_id] = positionals(context, ['SESSION']);
+    const values = context.values;
+    const workspace = text(values, 'workspace');
+    const parent = text(values, 'parent');
+    const parentContract = text(values, 'parent-contract');
+    const parentItem = text(values, 'parent-item');
+    if (parent === undefined && (parentContract !== undefined || parentItem !== undefined)) {
+      throw new UsageError('--parent-contract and --parent-item need --parent');
+    }
+    const mode = oneOf(values, 'mode', workModes);
+    const capabilities = text(values, 'capabilities');
+    const header = await callWork(context, 'start_session', {
+      session_id,
+      ...(workspace === undefined ? {} : { workspace: resolve(context.cwd, workspace) }),
+      ...(parent === undefined ? {} : { parent_session_id: parent }),
+      ...(parentContract === undefined ? {} : { contract_id: parentContract }),
+      ...(parentItem === undefined ? {} : { work_item_id: parentItem }),
+      ...(mode === undefined ? {} : { work_mode: mode }),
+      ...(capabilities === undefined ? {} : { capabilities: await jsonFile(context, capabilities) }),
+    });
+    context.print(header, () => render.session(header as SessionHeader));
+  },
+};
+
+const show: Command = {
+  summary: "a session's projected work: objective, revision, items, owners, blockers, criteria, evidence",
+  usage: `baton work show <session> [--json] [options]
+
+  SESSION               the session id
+  --json                the WorkSnapshot exactly as GET /v1/sessions/{id}/work answers it
+${configHelp}
+${transportHelp}`,
+  examples: ['baton work show fix-login', 'baton work show fix-login --json'],
+  options: { ...transportOptions, ...configOption },
+  async run(context) {
+    const [session_id] = positionals(context, ['SESSION']);
+    printWork(context, await callWork(context, 'get_work', { session_id }));
+  },
+};
+
+const create: Command = {
+  summary: 'create a validated work contract in a session from a JSON file',
+  usage: `baton work create <session> --file FILE [--branch] [options]
+
+  SESSION               the session id
+  --file FILE           JSON {objective, items, criteria?, constraints?, assumptions?, contract_id?}, or - for stdin
+  --branch              start beside a live contract on purpose instead of being refused
+${configHelp}
+${transportHelp}`,
+  examples: [
+    'baton work create fix-login --file contract.json',
+    'baton work create fix-login --file - < contract.json',
+  ],
+  fields: { objective: '--file objective', items: '--file items', criteria: '--file criteria' },
+  options: { ...transportOptions, ...configOption, file: { type: 'string' }, branch: { type: 'boolean' } },
+  async run(context) {
+    const [session_id] = positionals(context, ['SESSION']);
+    const body = await jsonFile(context, required(context.values, 'file'));
+    const input = mergeParams({ session_id: session_id! }, body);
+    if (context.values.branch === true) input.branch = true;
+    printWork(context, await callWork(context, 'create_work', input));
+  },
+};
+
+const confirm: Command = {
+  summary: 'answer open assumptions and start a draft or waiting contract',
+  usage: `baton work confirm <session> --revision N [--answer ID=TEXT ...] [options]
+
+  SESSION               the session id
+${revisionHelp}
+  --answer ID=TEXT      the answer to assumption ID (repeat for each)
+${commonHelp}`,
+  examples: ['baton work confirm fix-login --revision 1 --answer db="use the staging database"'],
+  fields: { revision: '--revision', resolutions: '--answer' },
+  options: { ...options, revision: { type: 'string' }, answer: { type: 'string', multiple: true } },
+  async run(context) {
+    const [session_id] = positionals(context, ['SESSION']);
+    const revision = whole(context.values, 'revision');
+    if (revision === undefined) throw new UsageError('--revision is required');
+    const resolutions = list(context.values, 'answer').map((answer) => {
+      const at = answer.indexOf('=');
+      if (at < 1) throw new UsageError(`--answer takes ID=TEXT, not ${JSON.stringify(answer)}`);
+      return { assumption_id: answer.slice(0, at), resolution: answer.slice(at + 1) };
+    });
+    printWork(
+      context,
+      await callWork(context, 'confirm_work', {
+        session_id,
+        revision,
+        ...contract(context),
+        ...(resolutions.length > 0 ? { resolutions } : {}),
+      }),
+    );
+  },
+};
+
+const revise: Command = {
+  summary: 'publish the next revision of the live contract from a JSON file',
+  usage: `baton work revise <session> --revision N --file FILE [--reason TEXT] [options]
+
+  SESSION               the session id
+  --revision N          the revision this one follows
+  --file FILE           JSON {objective, items, criteria?, constraints?, assumptions?}, or - for stdin
+  --reason TEXT         why it changes
+${commonHelp}`,
+  examples: [
+    'baton work revise fix-login --revision 1 --file contract-v2.json --reason "split the tests item"',
+  ],
+  fields: {
+    previous_revision: '--revision',
+    reason: '--reason',
+    objective: '--file objective',
+    items: '--file items',
+  },
+  options: { ...options, revision: { type: 'string' }, file: { type: 'string' }, reason: { type: 'string' } },
+  async run(context) {
+    const [session_id] = positionals(context, ['SESSION']);
+    const previous_revision = whole(context.values, 'revision');
+    if (previous_revision === undefined) throw new UsageError('--revision is required');
+    const body = await jsonFile(context, required(context.values, 'file'));
+    const input = mergeParams({ session_id: session_id! }, body);
+    Object.assign(
+      input,
+      { previous_revision, reason: text(context.values, 'reason') ?? input.reason ?? '' },
+      contract(context),
+    );
+    printWork(context, await callWork(context, 'revise_work', input));
+  },
+};
+
+const transition: Command = {
+  summary: 'move a work item to another status, as a person (the projector decides whether it may)',
+  usage: `baton work transition <session> <item> --to STATUS --revision N [--reason TEXT] [options]
+
+  SESSION ITEM          the session and the item id
+  --to STATUS           one of ${workItemStatuses.join(', ')}
+${revisionHelp}
+  --reason TEXT         why (a blocker's text when moving to blocked)
+${commonHelp}`,
+  examples: ['baton work transition fix-login tests --to skipped --revision 2 --reason "covered by CI"'],
+  fields: { to: '--to', revision: '--revision', reason: '--reason' },
+  options: { ...options, to: { type: 'string' }, revision: { type: 'string' }, reason: { type: 'string' } },
+  async run(context) {
+    const [session_id, item_id] = positionals(context, ['SESSION', 'ITEM']);
+    const to = oneOf(context.values, 'to', workItemStatuses);
+    if (to === undefined) throw new UsageError('--to is required');
+    const revision = whole(context.values, 'revision');
+    if (revision === undefined) throw new UsageError('--revision is required');
+    printWork(
+      context,
+      await callWork(context, 'transition_work_item', {
+        session_id,
+        item_id,
+        to,
+        revision,
+        ...reason(context),
+        ...contract(context),
+      }),
+    );
+  },
+};
+
+function itemCommand(
+  operationId: 'retry_work_item' | 'cancel_work_item',
+  verb: string,
+  summary: string,
+): Command {
+  return {
+    summary,
+    usage: `baton work ${verb} <session> <item> [--reason TEXT] [options]
+
+  SESSION ITEM          the session and the item id
+  --reason TEXT         why
+${commonHelp}`,
+    examples: [`baton work ${verb} fix-login tests --reason "flaky runner"`],
+    fields: { reason: '--reason', item_id: 'ITEM' },
+    options: { ...options, reason: { type: 'string' } },
+    async run(context) {
+      const [session_id, item_id] = positionals(context, ['SESSION', 'ITEM']);
+      printWork(
+        context,
+        await callWork(context, operationId, {
+          session_id,
+          item_id,
+          ...reason(context),
+          ...contract(context),
+        }),
+      );
+    },
+  };
+}
+
+/** parent_agent | worker | human | tool:NAME | flow:NAME */
+function parseOwner(value: string): Record<string, string> {
+  if (value === 'parent_agent' || value === 'worker' || value === 'human') return { type: value };
+  const match = /^(tool|flow):(.+)$/.exec(value);
+  if (match) return { type: match[1]!, name: match[2]! };
+  throw new UsageError(
+    `--owner is parent_agent, worker, human, tool:NAME or flow:NAME, not ${JSON.stringify(value)}`,
+  );
+}
+
+const reassign: Command = {
+  summary: 'give a work item another owner',
+  usage: `baton work reassign <session> <item> --owner OWNER [--child-session ID] [options]
+
+  SESSION ITEM          the session and the item id
+  --owner OWNER         parent_agent, worker, human, tool:NAME or flow:NAME
+  --child-session ID    the child session that works on it
+${commonHelp}`,
+  examples: [
+    'baton work reassign fix-login tests --owner worker --child-session fix-login-tests',
+    'baton work reassign fix-login lint --owner tool:eslint',
+  ],
+  fields: { owner: '--owner', child_session_id: '--child-session' },
+  options: { ...options, owner: { type: 'string' }, 'child-session': { type: 'string' } },
+  async run(context) {
+    const [session_id, item_id] = positionals(context, ['SESSION', 'ITEM']);
+    const owner = parseOwner(required(context.values, 'owner'));
+    const child = text(context.values, 'child-session');
+    printWork(
+      context,
+      await callWork(context, 'reassign_work_item', {
+        session_id,
+        item_id,
+        owner,
+        ...(child === undefined ? {} : { child_session_id: child }),
+        ...contract(context),
+      }),
+    );
+  },
+};
+
+export const sessionCommands: Record<string, Command> = { 'session start': sessionStart };
+
+export const workCommands: Record<string, Command> = {
+  'work show': show,
+  'work create': create,
+  'work confirm': confirm,
+  'work revise': revise,
+  'work transition': transition,
+  'work retry': itemCommand(
+    'retry_work_item',
+    'retry',
+    'start a new attempt of a failed, interrupted or cancelled item',
+  ),
+  'work cancel': itemCommand('cancel_work_item', 'cancel', 'cancel a work item'),
+  'work reassign': reassign,
+};

@@ -1,0 +1,131 @@
+/**
+ * Human text for a session's managed work: the objective, revision and status of its contract,
+ * every item (status, owner, attempt, child session, blocker, criteria with verdicts, evidence
+ * count), the criteria, open assumptions, warnings and the model's control block. Pure: a
+ * WorkSnapshot in, lines out. Progress is what the ledger projects, never prose.
+ */
+import type { WorkSnapshot } from '../app/work.ts';
+import type { SessionHeader } from '../core/work/session.ts';
+import type { CriterionKind, WorkOwner } from '../core/work/model.ts';
+import type { ContractProjection, CriterionState } from '../core/work/projector.ts';
+
+function lines(...parts: (string | false | null | undefined)[]): string {
+  return `${parts.filter((part): part is string => typeof part === 'string').join('\n')}\n`;
+}
+
+export function owner(value: WorkOwner): string {
+  return value.type === 'tool' || value.type === 'flow' ? `${value.type}:${value.name}` : value.type;
+}
+
+function kind(value: CriterionKind): string {
+  switch (value.type) {
+    case 'shell':
+      return `shell: ${value.command}`;
+    case 'file_exists':
+      return `file exists: ${value.path}`;
+    case 'file_contains':
+      return `file ${value.path} contains ${JSON.stringify(value.pattern)}`;
+    case 'tool_succeeded':
+      return `tool succeeded: ${value.tool}`;
+    case 'flow_completed':
+      return `flow completed: ${value.flow}`;
+    case 'external_receipt':
+      return `external receipt: ${value.integration}`;
+    case 'semantic':
+      return `semantic: ${value.statement}`;
+  }
+}
+
+function verdict(state: CriterionState | undefined): string {
+  const result = state?.result;
+  if (!result) return 'no verdict';
+  return `${result.verdict}${state.stale ? ', stale' : ''}`;
+}
+
+function contractLines(contract: ContractProjection): string[] {
+  const states = new Map(contract.criteria.map((criterion) => [criterion.criterion_id, criterion]));
+  const definitions = new Map(contract.contract.items.map((item) => [item.item_id, item]));
+  const items = contract.items.flatMap((item) => {
+    const definition = definitions.get(item.item_id);
+    const facts = [
+      `owner ${owner(item.owner)}`,
+      `attempt ${item.attempt}`,
+      item.child_session_id && `child session ${item.child_session_id}`,
+      definition?.required === false ? 'optional' : 'required',
+      definition?.readonly && 'read-only',
+      `evidence ${item.evidence_count}`,
+    ].filter((fact): fact is string => typeof fact === 'string');
+    const criteria = (definition?.criterion_ids ?? []).map((id) => `${id} (${verdict(states.get(id))})`);
+    return [
+      `  ${item.item_id}  ${item.status}  ${definition?.title ?? ''}`.trimEnd(),
+      `      ${facts.join(' · ')}`,
+      ...(definition && definition.dependencies.length > 0
+        ? [`      after: ${definition.dependencies.join(', ')}`]
+        : []),
+      ...(item.blocker ? [`      blocker: ${item.blocker}`] : []),
+      ...(criteria.length > 0 ? [`      criteria: ${criteria.join(', ')}`] : []),
+    ];
+  });
+  const criteria = contract.contract.criteria.map((criterion) => {
+    const state = states.get(criterion.criterion_id);
+    const reason = state?.result?.reason ? `: ${state.result.reason}` : '';
+    return `  ${criterion.criterion_id}  ${criterion.required ? 'required' : 'optional'}  ${kind(criterion.kind)}  → ${verdict(state)}${reason}`;
+  });
+  const open = contract.contract.assumptions.filter(
+    (assumption) => assumption.requires_confirmation && !assumption.resolution,
+  );
+  return [
+    `Contract ${contract.contract_id} · revision ${contract.revision} · ${contract.status}${contract.branch ? ' · branch' : ''}`,
+    ...(contract.status_reason ? [`  ${contract.status_reason}`] : []),
+    `Objective: ${contract.contract.objective}`,
+    ...contract.contract.constraints.map(
+      (constraint) => `  constraint ${constraint.constraint_id}: ${constraint.text}`,
+    ),
+    '',
+    `Items (${contract.items.length}):`,
+    ...(items.length > 0 ? items : ['  none']),
+    '',
+    `Criteria (${criteria.length}):`,
+    ...(criteria.length > 0 ? criteria : ['  none']),
+    ...(open.length > 0
+      ? [
+          '',
+          'Open assumptions (confirm with answers):',
+          ...open.map((a) => `  ${a.assumption_id}: ${a.text}`),
+        ]
+      : []),
+  ];
+}
+
+/** The work of a session as people read it. */
+export function work(snapshot: WorkSnapshot): string {
+  const shown = snapshot.contract ?? snapshot.projection?.contracts.at(-1) ?? null;
+  const terminal = snapshot.projection?.terminal;
+  return lines(
+    `Session ${snapshot.session_id} · ledger position ${snapshot.position}${terminal ? ` · session ${terminal.status}` : ''}`,
+    shown === null && 'No work contract in this session.',
+    shown !== null && snapshot.contract === null && 'No live contract; the latest one is shown.',
+    ...(shown ? contractLines(shown) : []),
+    snapshot.warnings.length > 0 && '\nWarnings:',
+    ...snapshot.warnings.map((warning) => `  ${warning.code}: ${warning.message}`),
+    snapshot.control_block !== null && '\nControl block (what the model sees each turn):',
+    ...(snapshot.control_block ?? '')
+      .split('\n')
+      .filter((line) => snapshot.control_block !== null && line !== '')
+      .map((line) => `  ${line}`),
+  );
+}
+
+export function session(header: SessionHeader): string {
+  return lines(
+    `Session ${header.session_id} · mode ${header.work_mode}`,
+    header.workspace && `  workspace ${header.workspace}`,
+    header.parent_session_id &&
+      `  child of ${header.parent_session_id}${header.contract_id ? `, contract ${header.contract_id}` : ''}${header.work_item_id ? `, item ${header.work_item_id}` : ''}`,
+    `  may write: ${header.capabilities.write ? 'yes' : 'no'}; owners: ${header.capabilities.owners.join(', ')}`,
+    header.capabilities.tools.length > 0 && `  tools: ${header.capabilities.tools.join(', ')}`,
+    header.capabilities.flows.length > 0 && `  flows: ${header.capabilities.flows.join(', ')}`,
+    header.capabilities.capabilities.length > 0 &&
+      `  capabilities: ${header.capabilities.capabilities.join(', ')}`,
+  );
+}

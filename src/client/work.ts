@@ -1,0 +1,106 @@
+/**
+ * The client's managed-work methods, one per endpoint of the work table: the session and item
+ * in the input go into the path, the rest is the JSON body. Inputs are the zod input types of
+ * the app's fields; results are the app's WorkSnapshot (and the bulk answers), as JSON.
+ */
+import type { z } from 'zod';
+import type {
+  confirmFields,
+  createContractFields,
+  evidenceFields,
+  itemFields,
+  reassignFields,
+  reviseFields,
+  startSessionFields,
+  transitionFields,
+  WorkSnapshot,
+} from '../app/work.ts';
+import { requireObject } from '../core/records.ts';
+import type { SessionHeader } from '../core/work/session.ts';
+import {
+  fillPath,
+  findWorkEndpoint,
+  type CancelItemsResult,
+  type cancelItemsFields,
+  type QueryWorkResult,
+  type queryWorkFields,
+} from '../http/work-api.ts';
+
+export type { WorkSnapshot } from '../app/work.ts';
+export type {
+  CancelItemsResult,
+  CancelledItem,
+  EntryError,
+  QueriedWork,
+  QueryWorkResult,
+} from '../http/work-api.ts';
+
+type Fields<Shape extends z.core.$ZodLooseShape> = z.input<z.ZodObject<Shape, z.core.$strict>>;
+
+export type StartSessionInput = Fields<typeof startSessionFields>;
+export type CreateWorkInput = Fields<typeof createContractFields>;
+export type ConfirmWorkInput = Fields<typeof confirmFields>;
+export type ReviseWorkInput = Fields<typeof reviseFields>;
+export type TransitionWorkItemInput = Fields<typeof transitionFields>;
+export type WorkItemInput = Fields<typeof itemFields>;
+export type ReassignWorkItemInput = Fields<typeof reassignFields>;
+export type AttachWorkEvidenceInput = Fields<typeof evidenceFields>;
+export type QueryWorkInput = Fields<typeof queryWorkFields>;
+export type CancelWorkItemsInput = Fields<typeof cancelItemsFields>;
+
+export interface WorkMethods {
+  /** POST /v1/sessions: the session's header. */
+  startSession(input: StartSessionInput): Promise<SessionHeader>;
+  /** GET /v1/sessions/{session_id}/work: the projected snapshot. */
+  getWork(input: { readonly session_id: string }): Promise<WorkSnapshot>;
+  createWork(input: CreateWorkInput): Promise<WorkSnapshot>;
+  confirmWork(input: ConfirmWorkInput): Promise<WorkSnapshot>;
+  reviseWork(input: ReviseWorkInput): Promise<WorkSnapshot>;
+  transitionWorkItem(input: TransitionWorkItemInput): Promise<WorkSnapshot>;
+  retryWorkItem(input: WorkItemInput): Promise<WorkSnapshot>;
+  cancelWorkItem(input: WorkItemInput): Promise<WorkSnapshot>;
+  reassignWorkItem(input: ReassignWorkItemInput): Promise<WorkSnapshot>;
+  attachWorkEvidence(input: AttachWorkEvidenceInput): Promise<WorkSnapshot>;
+  /** Up to 100 sessions; each answers its work or its own error. */
+  queryWork(input: QueryWorkInput): Promise<QueryWorkResult>;
+  /** Up to 100 items of one session; each answers its own result. */
+  cancelWorkItems(input: CancelWorkItemsInput): Promise<CancelItemsResult>;
+}
+
+export type Request = (
+  method: 'GET' | 'POST',
+  path: string,
+  what: string,
+  body?: unknown,
+) => Promise<unknown>;
+
+/** The methods over one request function (the client's). */
+export function workMethods(request: Request): WorkMethods {
+  const call =
+    (operationId: string) =>
+    async (input: unknown): Promise<never> => {
+      const endpoint = findWorkEndpoint(operationId)!;
+      requireObject(input, `${operationId} input`);
+      const path = fillPath(endpoint, input);
+      const body = Object.fromEntries(
+        Object.entries(input).filter(([name]) => !(endpoint.params as readonly string[]).includes(name)),
+      );
+      return (await (endpoint.method === 'GET'
+        ? request('GET', path, operationId)
+        : request('POST', path, operationId, body))) as never;
+    };
+  return {
+    startSession: call('start_session'),
+    getWork: call('get_work'),
+    createWork: call('create_work'),
+    confirmWork: call('confirm_work'),
+    reviseWork: call('revise_work'),
+    transitionWorkItem: call('transition_work_item'),
+    retryWorkItem: call('retry_work_item'),
+    cancelWorkItem: call('cancel_work_item'),
+    reassignWorkItem: call('reassign_work_item'),
+    attachWorkEvidence: call('attach_work_evidence'),
+    queryWork: call('query_work'),
+    cancelWorkItems: call('cancel_work_items'),
+  };
+}

@@ -1,0 +1,316 @@
+/**
+ * The managed-work endpoints, once: method, path, path parameters, access and the app function
+ * each calls. The HTTP routes, the OpenAPI document, the typed client and the CLI's local
+ * transport are derived from this table. Path parameters are merged into the input; a body that
+ * names a different session or item than the path is invalid_input. The two bulk endpoints
+ * compose the single ones and answer per entry.
+ */
+import { z } from 'zod';
+import type { Access } from '../app/operations.ts';
+import type { AppDeps } from '../app/deps.ts';
+import {
+  attachEvidence,
+  cancelItem,
+  confirmFields,
+  confirmWork,
+  createContract,
+  createContractFields,
+  evidenceFields,
+  itemFields,
+  readWork,
+  reassignFields,
+  reassignItem,
+  retryItem,
+  reviseContract,
+  reviseFields,
+  startSession,
+  startSessionFields,
+  transitionFields,
+  transitionItem,
+  type StartSessionInput,
+  type WorkSnapshot,
+} from '../app/work.ts';
+import { BatonError, type ErrorCode, type ErrorData } from '../core/errors.ts';
+import { sessionIdSchema } from '../core/ledger/names.ts';
+import { parseRecord } from '../core/records.ts';
+import { workIdSchema, type Actor } from '../core/work/model.ts';
+
+export type WorkParam = 'session_id' | 'item_id';
+
+/** At most this many sessions in one query, and items in one bulk cancel. */
+export const bulkLimit = 100;
+
+export const queryWorkFields = {
+  session_ids: z.array(sessionIdSchema).min(1).max(bulkLimit),
+};
+export const cancelItemsFields = {
+  session_id: sessionIdSchema,
+  contract_id: workIdSchema.optional(),
+  item_ids: z.array(workIdSchema).min(1).max(bulkLimit),
+  reason: z.string().max(4000).optional(),
+};
+
+/** An error as a bulk answer carries it for one entry: the envelope's fields. */
+export interface EntryError {
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly details: ErrorData;
+}
+
+export type QueriedWork =
+  | { readonly session_id: string; readonly work: WorkSnapshot }
+  | { readonly session_id: string; readonly error: EntryError };
+
+export interface QueryWorkResult {
+  readonly sessions: readonly QueriedWork[];
+}
+
+export type CancelledItem =
+  | { readonly item_id: string; readonly status: 'cancelled'; readonly position: number }
+  | { readonly item_id: string; readonly error: EntryError };
+
+export interface CancelItemsResult {
+  readonly session_id: string;
+  readonly items: readonly CancelledItem[];
+  /** The work after the last change (or as it was, when nothing changed). */
+  readonly work: WorkSnapshot;
+}
+
+export interface WorkEndpoint {
+  readonly operationId: string;
+  readonly method: 'GET' | 'POST';
+  /** Fastify syntax: `:session_id`. */
+  readonly path: string;
+  readonly params: readonly WorkParam[];
+  readonly summary: string;
+  readonly access: Access;
+  /** The input fields; path parameters among them may be left out of the body. */
+  readonly fields: z.ZodRawShape;
+  run(
+    deps: AppDeps,
+    project_id: string,
+    input: Readonly<Record<string, unknown>>,
+    actor: Actor,
+  ): Promise<unknown>;
+}
+
+function entryError(error: unknown): EntryError {
+  if (!(error instanceof BatonError)) throw error;
+  return { code: error.code, message: error.message, details: error.data };
+}
+
+async function queryWork(deps: AppDeps, project_id: string, input: unknown): Promise<QueryWorkResult> {
+  const { session_ids } = parseRecord(z.strictObject(queryWorkFields), input, 'work query');
+  const sessions: QueriedWork[] = [];
+  for (const session_id of session_ids) {
+    try {
+      sessions.push({ session_id, work: await readWork(deps, project_id, { session_id }) });
+    } catch (error) {
+      sessions.push({ session_id, error: entryError(error) });
+    }
+  }
+  return { sessions };
+}
+
+async function cancelItems(
+  deps: AppDeps,
+  project_id: string,
+  input: unknown,
+  actor: Actor,
+): Promise<CancelItemsResult> {
+  const parsed = parseRecord(z.strictObject(cancelItemsFields), input, 'bulk cancellation');
+  const { session_id, item_ids, ...rest } = parsed;
+  // A session outside the caller's project is not found as a whole, before anything is written.
+  let work = await readWork(deps, project_id, { session_id });
+  const items: CancelledItem[] = [];
+  for (const item_id of item_ids) {
+    try {
+      work = await cancelItem(deps, project_id, { session_id, item_id, ...rest }, actor);
+      items.push({ item_id, status: 'cancelled', position: work.position });
+    } catch (error) {
+      items.push({ item_id, error: entryError(error) });
+    }
+  }
+  return { session_id, items, work };
+}
+
+const session = ['session_id'] as const;
+const item = ['session_id', 'item_id'] as const;
+const itemPath = (action: string) => `/v1/sessions/:session_id/work/items/:item_id/${action}`;
+
+export const workEndpoints: readonly WorkEndpoint[] = [
+  {
+    operationId: 'start_session',
+    method: 'POST',
+    path: '/v1/sessions',
+    params: [],
+    summary:
+      'Start a session stream with its header (lineage, workspace, capabilities); the same header again is a no-op.',
+    access: 'write',
+    fields: startSessionFields,
+    run: (deps, project_id, input) => startSession(deps, project_id, input as StartSessionInput),
+  },
+  {
+    operationId: 'get_work',
+    method: 'GET',
+    path: '/v1/sessions/:session_id/work',
+    params: session,
+    summary:
+      'The projected work snapshot of a session, rebuilt from its ledger; its position is where live events resume.',
+    access: 'read',
+    fields: { session_id: sessionIdSchema },
+    run: (deps, project_id, input) => readWork(deps, project_id, input as { session_id: string }),
+  },
+  {
+    operationId: 'create_work',
+    method: 'POST',
+    path: '/v1/sessions/:session_id/work/contracts',
+    params: session,
+    summary: 'Create a validated work contract in the session (revision 1).',
+    access: 'write',
+    fields: createContractFields,
+    run: (deps, project_id, input, actor) => createContract(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'confirm_work',
+    method: 'POST',
+    path: '/v1/sessions/:session_id/work/confirm',
+    params: session,
+    summary: 'Answer assumptions and start a draft or waiting contract, against its current revision.',
+    access: 'write',
+    fields: confirmFields,
+    run: (deps, project_id, input, actor) => confirmWork(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'revise_work',
+    method: 'POST',
+    path: '/v1/sessions/:session_id/work/revise',
+    params: session,
+    summary: 'Publish the next revision of the live contract; items keep their state by id.',
+    access: 'write',
+    fields: reviseFields,
+    run: (deps, project_id, input, actor) => reviseContract(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'transition_work_item',
+    method: 'POST',
+    path: itemPath('transition'),
+    params: item,
+    summary: 'Move an item to another status, as a person; the projector decides whether it may.',
+    access: 'write',
+    fields: transitionFields,
+    run: (deps, project_id, input, actor) => transitionItem(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'retry_work_item',
+    method: 'POST',
+    path: itemPath('retry'),
+    params: item,
+    summary: 'Start a new attempt of a failed, interrupted or cancelled item.',
+    access: 'write',
+    fields: itemFields,
+    run: (deps, project_id, input, actor) => retryItem(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'cancel_work_item',
+    method: 'POST',
+    path: itemPath('cancel'),
+    params: item,
+    summary: 'Cancel an item.',
+    access: 'write',
+    fields: itemFields,
+    run: (deps, project_id, input, actor) => cancelItem(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'reassign_work_item',
+    method: 'POST',
+    path: itemPath('reassign'),
+    params: item,
+    summary:
+      'Give an item another owner (parent_agent, worker, human, tool or flow), optionally a child session.',
+    access: 'write',
+    fields: reassignFields,
+    run: (deps, project_id, input, actor) => reassignItem(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'attach_work_evidence',
+    method: 'POST',
+    path: itemPath('evidence'),
+    params: item,
+    summary: 'Attach an evidence reference to an item, against the current revision.',
+    access: 'write',
+    fields: evidenceFields,
+    run: (deps, project_id, input, actor) => attachEvidence(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'query_work',
+    method: 'POST',
+    path: '/v1/sessions/work/query',
+    params: [],
+    summary: `The work snapshots of up to ${bulkLimit} sessions; each answers its work or its own error.`,
+    access: 'read',
+    fields: queryWorkFields,
+    run: (deps, project_id, input) => queryWork(deps, project_id, input),
+  },
+  {
+    operationId: 'cancel_work_items',
+    method: 'POST',
+    path: '/v1/sessions/:session_id/work/items/cancel',
+    params: session,
+    summary: `Cancel up to ${bulkLimit} items of a session, one by one; each answers its own result.`,
+    access: 'write',
+    fields: cancelItemsFields,
+    run: (deps, project_id, input, actor) => cancelItems(deps, project_id, input, actor),
+  },
+];
+
+export function findWorkEndpoint(operationId: string): WorkEndpoint | undefined {
+  return workEndpoints.find((endpoint) => endpoint.operationId === operationId);
+}
+
+/**
+ * The input of a call: the body (an object, or nothing) with the path's parameters merged in;
+ * invalid_input when the body names another value for one of them.
+ */
+export function mergeParams(
+  params: Readonly<Partial<Record<WorkParam, string>>>,
+  body: unknown,
+): Record<string, unknown> {
+  const given = body ?? {};
+  if (typeof given !== 'object' || Array.isArray(given)) {
+    throw new BatonError('invalid_input', 'the body is a JSON object', {
+      issues: [{ path: '', message: 'expected an object' }],
+    });
+  }
+  const input = { ...(given as Record<string, unknown>) };
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined) continue;
+    if (Object.hasOwn(input, name) && input[name] !== value) {
+      throw new BatonError(
+        'invalid_input',
+        `the body names ${name} ${JSON.stringify(input[name])}, but the path names ${JSON.stringify(value)}`,
+        {
+          field: name,
+          path: value,
+          body: input[name],
+          issues: [{ path: name, message: `must be the path's ${name}` }],
+        },
+      );
+    }
+    input[name] = value;
+  }
+  return input;
+}
+
+/** The path of an endpoint with its parameters filled in (each one URL-encoded). */
+export function fillPath(endpoint: WorkEndpoint, input: Readonly<Record<string, unknown>>): string {
+  return endpoint.path.replace(/:(session_id|item_id)/g, (_match, name: WorkParam) => {
+    const value = input[name];
+    if (typeof value !== 'string' || value === '') {
+      throw new BatonError('invalid_input', `${endpoint.operationId} needs ${name}`, {
+        issues: [{ path: name, message: 'required' }],
+      });
+    }
+    return encodeURIComponent(value);
+  });
+}

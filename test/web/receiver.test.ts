@@ -1,0 +1,259 @@
+/**
+ * "Can I take it?", "What happened afterward?" and the revision trail, in Chromium against a
+ * real server: Acceptance rows Exact preflight, Three choices, Continuity (with Result
+ * coverage) and Revision history of the continuity spec. "Another client" is the HTTP API
+ * called with a bearer token, as the CLI or an agent would call it.
+ */
+import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { launchBrowser, logIn, newPage, openWorkspace, startWeb, type WebServer } from './harness.ts';
+
+describe('the receiver side, the continuity footer and the revision trail', () => {
+  let browser: Browser;
+  let web: WebServer;
+  let page: Page;
+  let errors: string[];
+  let closeContext: () => Promise<void>;
+
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser.close();
+  });
+  beforeEach(async () => {
+    web = await startWeb();
+    const opened = await newPage(browser);
+    page = opened.page;
+    errors = opened.problems.errors;
+    closeContext = () => opened.context.close();
+  });
+  afterEach(async () => {
+    await closeContext();
+    await web.dispose();
+  });
+
+  const receiver = () => page.getByRole('region', { name: 'Can I take it?' });
+  const choice = (name: 'Accept' | 'Needs clarification' | 'Decline') =>
+    receiver().getByRole('button', { name, exact: true });
+  const reason = () =>
+    receiver().getByRole('textbox', { name: 'Reason (needed for clarification or decline)' });
+  const checks = [
+    'The live workspace matches this workstream',
+    'I have the capability to do the next action',
+    'I am authorized to do the next action',
+  ];
+  const receipts = async (scope = 'relay') => (await web.client.continuity(scope)).counts['handoff-receipt'];
+
+  async function tickAll(): Promise<void> {
+    for (const name of checks) await receiver().getByRole('checkbox', { name }).check();
+  }
+
+  async function enabled(locator: Locator): Promise<boolean> {
+    return locator.isEnabled();
+  }
+
+  async function attributes(locator: Locator, name: string): Promise<(string | null)[]> {
+    return Promise.all((await locator.all()).map((item) => item.getAttribute(name)));
+  }
+
+  async function open(scope = 'relay'): Promise<void> {
+    await logIn(page, web);
+    await openWorkspace(page, scope);
+    await receiver().locator('.preflight-for').waitFor();
+  }
+
+  it('Acceptance: Exact preflight — a newer revision committed while the receiver reads the older one blocks every choice until refresh; then the choice binds the exact revision shown', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Revision one', next: 'Do step one' });
+    await open();
+    await receiver().getByText('It is the revision shown in this workspace.').waitFor();
+    expect(await receiver().locator('.preflight-for').textContent()).toBe(
+      'Preflight of the latest committed handoff: revision 1',
+    );
+    await tickAll(); // the receiver is mid-decision: the background refresh pauses
+    await reason().fill('Looks right');
+    await page.getByRole('status').filter({ hasText: 'Updates paused: unsent edits' }).waitFor();
+
+    // Another client commits revision 2; the receiver still looks at revision 1 and accepts.
+    await web.client.handoff('relay', 'b2', { objective: 'Revision two: stop and wait for rollback' });
+    await choice('Accept').click();
+    const mismatch = receiver().getByRole('alert').filter({ hasText: 'Revision 2 is the latest' });
+    await mismatch.waitFor();
+    expect(await mismatch.textContent()).toContain('this workspace shows revision 1');
+    for (const name of ['Accept', 'Needs clarification', 'Decline'] as const) {
+      expect(await enabled(choice(name)), name).toBe(false);
+    }
+    expect(await receipts()).toBe(0); // nothing was acknowledged, neither 1 nor the unseen 2
+
+    await mismatch.getByRole('button', { name: 'Refresh' }).click();
+    await receiver().getByText('It is the revision shown in this workspace.').waitFor();
+    expect(await page.locator('.trail-count').textContent()).toBe('2 revisions');
+    // The confirmations were for revision 1: they start unticked for revision 2.
+    expect(await receiver().getByRole('checkbox', { checked: true }).count()).toBe(0);
+    expect(await enabled(choice('Accept'))).toBe(false);
+    await tickAll();
+    await choice('Accept').click();
+    await receiver().getByText('Recorded: accepted for revision 2.').waitFor();
+    const continuity = await web.client.continuity('relay');
+    expect(continuity.transfer_state).toBe('accepted');
+    expect(continuity.current?.revision).toBe(2);
+    expect(errors).toEqual([]);
+  });
+
+  it('Acceptance: Three choices — unavailable evidence disables accept; clarification without a reason is refused, with one it is recorded', async () => {
+    const { boundary } = await web.client.handoff('relay', 'b1', { objective: 'Evidence will go away' });
+    await web.client.retract('relay', boundary.source_id);
+    await open();
+    const readability = receiver().getByRole('region', { name: 'Citation readability' });
+    await readability.getByText('Some citations unavailable').waitFor();
+    expect(await readability.locator('.citation-unavailable').count()).toBe(2);
+    expect(await readability.locator('.citation-state').first().textContent()).toBe(
+      'unavailable (retracted)',
+    );
+    for (const name of ['Accept', 'Needs clarification', 'Decline'] as const) {
+      expect(await choice(name).isVisible(), name).toBe(true);
+    }
+    await tickAll();
+    expect(await enabled(choice('Accept'))).toBe(false);
+    await receiver().getByText('Accept is unavailable while a citation is unavailable.').waitFor();
+
+    await choice('Needs clarification').click();
+    await receiver().getByRole('alert').filter({ hasText: 'Give a reason for this choice.' }).waitFor();
+    expect(await page.evaluate('document.activeElement.getAttribute("aria-invalid")')).toBe('true');
+    expect(await reason().getAttribute('aria-invalid')).toBe('true');
+    expect(await receipts()).toBe(0);
+
+    await reason().fill('The cited boundary was retracted; which log shows the failure?');
+    await choice('Needs clarification').click();
+    await receiver().getByText('Recorded: needs clarification for revision 1.').waitFor();
+    await page.locator('.afterward [data-state="needs_clarification"]').waitFor();
+    const continuity = await web.client.continuity('relay');
+    expect(continuity.transfer_state).toBe('needs_clarification');
+    // Readability is never called "verified", anywhere on the page.
+    expect((await page.locator('body').textContent())!.toLowerCase()).not.toContain('verified');
+    expect(errors).toEqual([]);
+  });
+
+  it('Acceptance: Three choices — decline needs a reason; accept needs all three live checks', async () => {
+    const log = await web.client.capture('relay', 'ci-log');
+    await web.client.handoff('relay', 'b1', { objective: 'Deploy to production', evidence: log });
+    await open();
+    const readability = receiver().getByRole('region', { name: 'Citation readability' });
+    await readability.getByText('All citations readable').waitFor();
+    expect(await readability.locator('.citation-available').count()).toBe(4);
+    expect(await enabled(choice('Accept'))).toBe(false);
+    await receiver().getByText('Accept needs all three live checks confirmed.').waitFor();
+    await receiver().getByRole('checkbox', { name: checks[0] }).check();
+    await receiver().getByRole('checkbox', { name: checks[1] }).check();
+    expect(await enabled(choice('Accept'))).toBe(false);
+    await choice('Decline').click();
+    await receiver().getByRole('alert').filter({ hasText: 'Give a reason for this choice.' }).waitFor();
+    expect(await receipts()).toBe(0);
+    await reason().fill('I may not deploy to production');
+    await choice('Decline').click();
+    await receiver().getByText('Recorded: declined for revision 1.').waitFor();
+    const continuity = await web.client.continuity('relay');
+    expect(continuity.transfer_state).toBe('declined');
+    expect(continuity.outcome_state).toBe('not_expected');
+    expect(await page.locator('.afterward [data-state]').allTextContents()).toEqual([
+      'declined',
+      'not expected',
+    ]);
+    expect(errors).toEqual([]);
+  });
+
+  it('Acceptance: Continuity — after acceptance the outcome form is linked to that exact receipt; the footer shows all four kinds in journal position order and covered', async () => {
+    await web.client.contract('relay', 'contract-1', 'Add safe auto-refresh');
+    await web.client.handoff('relay', 'b1', { objective: 'Add safe auto-refresh', next: 'Fix the test' });
+    await open();
+    const footer = page.getByRole('region', { name: 'What happened afterward?' });
+    expect(await footer.locator('[data-state]').allTextContents()).toEqual([
+      'awaiting receipt',
+      'not expected',
+    ]);
+    expect(await page.getByRole('form', { name: 'Record what happened' }).count()).toBe(0);
+
+    await tickAll();
+    await receiver().getByRole('textbox', { name: 'Your name (optional)' }).fill('Agent B');
+    await choice('Accept').click();
+    const form = page.getByRole('form', { name: 'Record what happened' });
+    await form.waitFor();
+    const active = (await web.client.continuity('relay')).active_receipt_ref;
+    expect(await form.textContent()).toContain(
+      `Linked to the accepted receipt ${active?.source_id} of revision 1.`,
+    );
+    expect(await footer.locator('[data-state]').allTextContents()).toEqual(['accepted', 'awaiting outcome']);
+
+    await form.getByRole('combobox', { name: 'Result' }).selectOption('partial');
+    await form.getByRole('textbox', { name: 'Summary' }).fill('Auto-refresh works; docs build has no result');
+    await form.getByRole('textbox', { name: /^Checks/ }).fill('focused tests=passed\nnope');
+    await form.getByRole('button', { name: 'Record outcome' }).click();
+    await form.getByRole('alert').filter({ hasText: 'Cannot read the check "nope"' }).waitFor();
+    await form.getByRole('textbox', { name: /^Checks/ }).fill('focused tests=passed\ndocs build=timed_out');
+    await form.getByRole('textbox', { name: /^Remaining work/ }).fill('Run the docs build again');
+    await form.getByRole('button', { name: 'Record outcome' }).click();
+
+    await footer.locator('[data-state="covered"]').waitFor();
+    expect(await footer.locator('[data-state]').allTextContents()).toEqual(['accepted', 'covered']);
+    await receiver()
+      .getByText('Covered: a result is recorded for the accepted receipt', { exact: false })
+      .waitFor();
+    expect(await form.count()).toBe(0);
+    const continuity = await web.client.continuity('relay');
+    expect(continuity.covering_outcome_ref).not.toBeNull();
+    expect(continuity.outcome_state).toBe('covered');
+
+    // All four kinds, in journal position order, positions shown as positions and never as times.
+    const items = footer.locator('.timeline li');
+    const kinds = await attributes(items, 'data-kind');
+    const positions = (await attributes(items, 'data-position')).map(Number);
+    expect(kinds).toEqual(['work-contract', 'handoff-boundary', 'handoff-receipt', 'task-outcome']);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    expect(await items.locator('.kind').allTextContents()).toEqual([
+      'Contract',
+      'Handoff',
+      'Receipt',
+      'Outcome',
+    ]);
+    expect(await items.locator('.position').allTextContents()).toEqual(positions.map((p) => `#${p}`));
+    await footer.getByText('Ordered by journal position: a stable order, not a time.').waitFor();
+    const text = (await footer.textContent()) ?? '';
+    expect(text).not.toMatch(/\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}/); // no date or clock time
+    expect(errors).toEqual([]);
+  });
+
+  it('Acceptance: Revision history — the count through the frozen selection, the latest 20 latest first, the current one marked; a newer revision does not leak in', async () => {
+    for (let n = 1; n <= 23; n += 1) {
+      await web.client.handoff('relay', `b${n}`, { objective: `Objective of revision ${n}` });
+    }
+    await open();
+    const trail = page.getByRole('region', { name: 'Revision trail' });
+    expect(await trail.locator('.trail-count').textContent()).toBe('23 revisions; the latest 20 shown');
+    const items = trail.locator('.revisions li');
+    expect(await items.count()).toBe(20);
+    const numbers = (await attributes(items, 'data-revision')).map(Number);
+    expect(numbers).toEqual(Array.from({ length: 20 }, (_, i) => 23 - i));
+    expect(await trail.locator('[aria-current="true"]').getAttribute('data-revision')).toBe('23');
+    expect(await trail.locator('[aria-current="true"] .current-mark').textContent()).toBe('shown here');
+
+    // The view is frozen while the receiver is mid-decision: revision 24 does not leak into it.
+    await receiver().getByRole('checkbox', { name: checks[0] }).check();
+    await web.client.handoff('relay', 'b24', { objective: 'Objective of revision 24' });
+    await receiver().getByRole('button', { name: 'Check again' }).click();
+    await receiver().getByRole('alert').filter({ hasText: 'Revision 24 is the latest' }).waitFor();
+    expect(await trail.locator('.trail-count').textContent()).toBe('23 revisions; the latest 20 shown');
+    expect(await trail.locator('[data-revision="24"]').count()).toBe(0);
+    expect(
+      await page
+        .getByRole('region', { name: 'What am I handing off?' })
+        .getByText('Draft based on revision 23')
+        .count(),
+    ).toBe(1);
+
+    await page.getByRole('banner').getByRole('button', { name: 'Refresh' }).click();
+    await trail.locator('.trail-count').filter({ hasText: '24 revisions' }).waitFor();
+    expect(await trail.locator('[aria-current="true"]').getAttribute('data-revision')).toBe('24');
+    expect(await items.count()).toBe(20);
+    expect(errors).toEqual([]);
+  });
+});

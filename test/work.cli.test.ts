@@ -1,0 +1,313 @@
+/**
+ * `baton session start` and `baton work …` on the local store and against a server: the human
+ * view and the exact --json snapshot of a contract created through the CLI, every change
+ * command with its exit codes, `[work]` from baton.toml (unknown keys warn, a bad value exits 2,
+ * the limits reach the app), and `baton ledger export <session>`.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readWork } from '../src/app/work.ts';
+import { run } from '../src/cli/run.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { startServer } from '../src/http/server.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { seedTokens } from './helpers/http.ts';
+import { backends } from './helpers/stores.ts';
+import { contractBody } from './helpers/work-surface.ts';
+
+let dir: string;
+let database: string;
+
+interface Result {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+async function baton(...args: string[]): Promise<Result> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await run(args, {
+    out: (text) => out.push(text),
+    err: (text) => err.push(text),
+    env: { BATON_DATABASE_URL: database },
+    cwd: dir,
+  });
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}
+
+function ok(result: Result): Result {
+  expect(result.code, result.stderr).toBe(0);
+  return result;
+}
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'baton-work-cli-'));
+  database = join(dir, 'baton.db');
+  ok(await baton('project', 'create', 'default'));
+  writeFileSync(join(dir, 'contract.json'), JSON.stringify(contractBody));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('baton work on the local store', () => {
+  it('shows a contract created through the CLI, as people read it and as the exact snapshot', async () => {
+    const started = ok(await baton('session', 'start', 's1', '--workspace', '.', '--mode', 'managed'));
+    expect(started.stdout).toContain('Session s1 · mode managed');
+    expect(started.stdout).toContain(`workspace ${dir}`);
+    const created = ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    expect(created.stdout).toContain('Contract c1 · revision 1 · awaiting_input');
+    ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=use staging'));
+    ok(await baton('work', 'reassign', 's1', 'code', '--owner', 'worker', '--child-session', 's1-kid'));
+
+    const human = ok(await baton('work', 'show', 's1'));
+    expect(human.stdout).toBe(
+      [
+        'Session s1 · ledger position 7',
+        'Contract c1 · revision 1 · active',
+        '  confirmed',
+        'Objective: Fix the login form (acme-private)',
+        '  constraint no-db: no schema change',
+        '',
+        'Items (2):',
+        '  code  ready  Change the form',
+        '      owner worker · attempt 1 · child session s1-kid · required · evidence 0',
+        '      criteria: tests (no verdict), style (no verdict)',
+        '  docs  proposed  Document the change',
+        '      owner parent_agent · attempt 1 · optional · evidence 0',
+        '      after: code',
+        '',
+        'Criteria (2):',
+        '  tests  required  shell: npm test  → no verdict',
+        '  style  optional  semantic: the form reads well  → no verdict',
+        '',
+        'Control block (what the model sees each turn):',
+        '  <work_contract revision="1">',
+        '  Objective: Fix the login form (acme-private)',
+        '  Status: active',
+        '  Required items:',
+        '  - code: ready — Change the form',
+        '  Rules:',
+        '  - do not claim completion while required items remain unfinished',
+        '  - use the work tool for state changes',
+        '  - only the verifier marks items succeeded; move finished items to ready_for_verification',
+        '  </work_contract>',
+        '',
+      ].join('\n'),
+    );
+
+    const json = ok(await baton('work', 'show', 's1', '--json'));
+    const store = await openSqliteStore({ path: database });
+    try {
+      const expected = await readWork({ store, clock: systemClock }, 'default', { session_id: 's1' });
+      expect(json.stdout).toBe(`${JSON.stringify(expected, null, 2)}\n`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('changes items with exit codes 0, 1 and 2 as the other commands', async () => {
+    ok(await baton('session', 'start', 's1'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=staging'));
+    const cancelled = ok(await baton('work', 'cancel', 's1', 'code', '--reason', 'wrong approach', '--json'));
+    expect(JSON.parse(cancelled.stdout)).toMatchObject({
+      contract: { items: [{ item_id: 'code', status: 'cancelled' }, {}] },
+    });
+    const retried = ok(await baton('work', 'retry', 's1', 'code'));
+    expect(retried.stdout).toContain('  code  ready  Change the form\n      owner parent_agent · attempt 2');
+    ok(
+      await baton(
+        'work',
+        'transition',
+        's1',
+        'docs',
+        '--to',
+        'skipped',
+        '--revision',
+        '1',
+        '--reason',
+        'later',
+      ),
+    );
+    const revised = ok(
+      await baton(
+        'work',
+        'revise',
+        's1',
+        '--revision',
+        '1',
+        '--file',
+        'contract.json',
+        '--reason',
+        'same again',
+      ),
+    );
+    // The revision repeats the assumption without its answer, so it waits for input again.
+    expect(revised.stdout).toContain('Contract c1 · revision 2 · awaiting_input\n  needs input on db');
+
+    // Refused by the app: exit 1 with the code and data.
+    const stale = await baton('work', 'transition', 's1', 'code', '--to', 'skipped', '--revision', '1');
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain('revision_conflict');
+    expect(stale.stderr).toContain('"rule":"stale_revision"');
+    const refused = await baton(
+      'work',
+      'transition',
+      's1',
+      'code',
+      '--to',
+      'succeeded',
+      '--revision',
+      '2',
+      '--json',
+    );
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stderr)).toMatchObject({
+      error: { code: 'conflict', details: { rule: 'invalid_transition' } },
+    });
+    const missing = await baton('work', 'show', 'nobody');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('not_found');
+
+    // Called wrongly: exit 2 and nothing written.
+    const before = ok(await baton('ledger', 'export', 's1'));
+    for (const args of [
+      ['work', 'show'],
+      ['work', 'show', 's1', 'extra'],
+      ['work', 'transition', 's1', 'code', '--to', 'finished', '--revision', '2'],
+      ['work', 'transition', 's1', 'code', '--to', 'skipped'],
+      ['work', 'confirm', 's1', '--revision', 'two'],
+      ['work', 'confirm', 's1', '--revision', '2', '--answer', 'no-equals-sign'],
+      ['work', 'reassign', 's1', 'code', '--owner', 'robot'],
+      ['work', 'create', 's1'],
+      ['session', 'start', 's2', '--parent-item', 'x'],
+      ['work', 'show', 's1', '--frob'],
+    ]) {
+      expect((await baton(...args)).code, args.join(' ')).toBe(2);
+    }
+    // A file that is not there is the system's refusal, as for the other commands: exit 1.
+    const missingFile = await baton('work', 'create', 's1', '--file', 'missing.json');
+    expect(missingFile.code).toBe(1);
+    expect(missingFile.stderr).toContain('ENOENT');
+    const after = ok(await baton('work', 'show', 's1', '--json'));
+    expect(JSON.parse(after.stdout)).toMatchObject({ contract: { revision: 2 } });
+    expect(ok(await baton('ledger', 'export', 's1')).stdout).toBe(before.stdout);
+    for (const name of ['show', 'create', 'confirm', 'revise', 'transition', 'retry', 'cancel', 'reassign']) {
+      const help = ok(await baton('work', name, '--help'));
+      expect(help.stdout).toContain(`Usage: baton work ${name}`);
+      expect(help.stdout).toMatch(/Examples:\n {2}baton work/);
+    }
+  });
+
+  it('exports a session ledger by its id as a positional argument, as --session does', async () => {
+    ok(await baton('session', 'start', 's1'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    const positional = ok(await baton('ledger', 'export', 's1'));
+    const named = ok(await baton('ledger', 'export', '--session', 's1'));
+    expect(positional.stdout).toBe(named.stdout);
+    expect(positional.stdout.trim().split('\n')).toHaveLength(4);
+    expect(positional.stderr).toContain('exported 3 entries');
+    expect((await baton('ledger', 'export', 's1', '--session', 's1')).code).toBe(2);
+    expect((await baton('ledger', 'export', 's1', 's2')).code).toBe(2);
+  });
+});
+
+describe('[work] in baton.toml', () => {
+  it('warns about unknown keys and keeps going, and its limits reach the app', async () => {
+    writeFileSync(join(dir, 'baton.toml'), '[work]\nmax_items = 1\nfoo = "bar"\n\n[models]\nroute = "x"\n');
+    ok(await baton('session', 'start', 's1'));
+    const created = await baton('work', 'create', 's1', '--file', 'contract.json');
+    expect(created.stderr).toContain('warning: baton.toml: unknown key work.foo is ignored\n');
+    expect(created.code).toBe(1);
+    expect(created.stderr).toContain('"rule":"too_many_items"');
+    const shown = ok(await baton('work', 'show', 's1'));
+    expect(shown.stderr).toBe('warning: baton.toml: unknown key work.foo is ignored\n');
+    expect(shown.stdout).toContain('No work contract in this session.');
+
+    // Another file with --config; confirmation = "always" leaves a new contract a draft.
+    writeFileSync(join(dir, 'other.toml'), '[work]\nconfirmation = "always"\ndefault_mode = "managed"\n');
+    const session = ok(await baton('session', 'start', 's2', '--config', 'other.toml', '--json'));
+    expect(JSON.parse(session.stdout)).toMatchObject({ work_mode: 'managed' });
+    const draft = ok(
+      await baton('work', 'create', 's2', '--file', 'contract.json', '--config', 'other.toml', '--json'),
+    );
+    expect(draft.stderr).toBe('');
+    const noAssumption = { ...contractBody, assumptions: [] };
+    writeFileSync(join(dir, 'plain.json'), JSON.stringify(noAssumption));
+    ok(await baton('session', 'start', 's3', '--config', 'other.toml'));
+    const plain = ok(
+      await baton('work', 'create', 's3', '--file', 'plain.json', '--config', 'other.toml', '--json'),
+    );
+    expect(JSON.parse(plain.stdout)).toMatchObject({ contract: { status: 'draft' } });
+    expect(JSON.parse(draft.stdout)).toMatchObject({ contract: { status: 'awaiting_input' } });
+  });
+
+  it('exits 2 naming the key for a bad value, the file for bad TOML, and a missing --config file', async () => {
+    writeFileSync(join(dir, 'baton.toml'), '[work]\nmax_items = "many"\n');
+    for (const args of [
+      ['work', 'show', 's1'],
+      ['session', 'start', 's1'],
+      ['serve', '--port', '0'],
+      ['mcp'],
+    ]) {
+      const result = await baton(...args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr, args.join(' ')).toContain(`${join(dir, 'baton.toml')}: work.max_items`);
+    }
+    writeFileSync(join(dir, 'baton.toml'), '[work]\nconfirmation = "sometimes"\n');
+    const badEnum = await baton('work', 'show', 's1');
+    expect(badEnum.code).toBe(2);
+    expect(badEnum.stderr).toContain('work.confirmation');
+    writeFileSync(join(dir, 'baton.toml'), '[work\nmax_items = 3\n');
+    const broken = await baton('work', 'show', 's1');
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toContain('is not valid TOML');
+    writeFileSync(join(dir, 'baton.toml'), 'work = 3\n');
+    expect((await baton('work', 'show', 's1')).code).toBe(2);
+    const missing = await baton('work', 'show', 's1', '--config', 'nowhere.toml');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('nowhere.toml: no such file');
+  });
+});
+
+describe('baton work against a server', () => {
+  it('runs the same commands through the typed client with the token deciding the project', async () => {
+    const opened = await backends[0]!.open();
+    const { deps, tokens } = await seedTokens(opened.store);
+    const server = await startServer({ deps, port: 0, logger: false });
+    const remote = ['--server', server.url, '--token', tokens.writer];
+    try {
+      ok(await baton('session', 'start', 's1', ...remote));
+      ok(await baton('work', 'create', 's1', '--file', 'contract.json', ...remote));
+      ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=staging', ...remote));
+      ok(await baton('work', 'reassign', 's1', 'code', '--owner', 'human', ...remote));
+      ok(await baton('work', 'cancel', 's1', 'docs', ...remote));
+      const shown = ok(await baton('work', 'show', 's1', '--json', ...remote));
+      const expected = await readWork(deps, 'acme', { session_id: 's1' });
+      expect(shown.stdout).toBe(`${JSON.stringify(expected, null, 2)}\n`);
+      // The local project has no such session: the server's is the only one.
+      expect((await baton('work', 'show', 's1')).code).toBe(1);
+      const readOnly = await baton(
+        'work',
+        'cancel',
+        's1',
+        'code',
+        '--server',
+        server.url,
+        '--token',
+        tokens.reader,
+      );
+      expect(readOnly.code).toBe(1);
+      expect(readOnly.stderr).toContain('forbidden');
+      expect((await baton('work', 'show', 's1', ...remote, '--project', 'default')).code).toBe(2);
+      const foreign = await baton('work', 'show', 's1', '--server', server.url, '--token', tokens.rival);
+      expect(foreign.code).toBe(1);
+      expect(foreign.stderr).toContain('not_found');
+    } finally {
+      await server.close();
+      await opened.dispose();
+    }
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * The work gate as a Stop hook, end to end: the real `baton` CLI in a child process, given the
+ * hook's JSON on stdin, blocks stopping with Claude Code's and Codex's JSON while an item is
+ * unfinished, and allows once `baton work verify` passed.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as work from '../src/app/work.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+
+const main = join(import.meta.dirname, '..', 'src', 'cli', 'main.ts');
+let root: string;
+let workspace: string;
+let database: string;
+
+function baton(args: string[], input = '') {
+  const result = spawnSync(process.execPath, [main, ...args, '--database', database, '--project', 'acme'], {
+    cwd: workspace,
+    input,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const hookInput = JSON.stringify({
+  session_id: 'claude-abc',
+  hook_event_name: 'Stop',
+  stop_hook_active: false,
+  cwd: '/',
+});
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'baton-gate-'));
+  workspace = join(root, 'repo');
+  execFileSync('git', ['init', '-q', workspace]);
+  database = join(root, 'baton.db');
+  const store = await openSqliteStore({ path: database });
+  try {
+    await store.createProject('acme');
+    const deps = { store, clock: systemClock };
+    await work.startSession(deps, 'acme', { session_id: 'agent-1', workspace, work_mode: 'managed' });
+    await work.createContract(
+      deps,
+      'acme',
+      {
+        session_id: 'agent-1',
+        contract_id: 'work-1',
+        objective: 'write the notes',
+        criteria: [
+          {
+            criterion_id: 'notes',
+            statement: 'notes say done',
+            kind: { type: 'shell', command: 'grep -q done notes.md' },
+          },
+        ],
+        items: [{ item_id: 'write', title: 'Write the notes', criterion_ids: ['notes'] }],
+      },
+      { type: 'model', id: 'agent' },
+    );
+  } finally {
+    await store.close();
+  }
+});
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('baton work gate as a Stop hook', () => {
+  it('blocks with the hook JSON while the item is unfinished, allows after verification passed', () => {
+    const blocked = baton(['work', 'gate', '--hook', '--session', 'agent-1'], hookInput);
+    expect(blocked.status).toBe(0);
+    const decision = JSON.parse(blocked.stdout) as { decision: string; reason: string };
+    expect(decision.decision).toBe('block');
+    expect(decision.reason).toContain('required item "write" is ready');
+    expect(decision.reason).toContain('required criterion "notes" has no passing evidence yet');
+
+    const human = baton(['work', 'gate', '--session', 'agent-1']);
+    expect(human.status).toBe(1);
+    expect(human.stdout).toMatch(/^block \(2 reasons, block 2\):/);
+
+    const notYet = baton(['work', 'verify', '--session', 'agent-1']);
+    expect(notYet.status).toBe(1);
+    expect(notYet.stderr).toMatch(/contract is verifying|not completed|only a started contract/);
+  });
+
+  it('allows stopping once the work is verified complete', async () => {
+    writeFileSync(join(workspace, 'notes.md'), 'all done\n');
+    const store = await openSqliteStore({ path: database });
+    try {
+      const deps = { store, clock: systemClock };
+      const model = { type: 'model', id: 'agent' } as const;
+      await work.transitionItem(
+        deps,
+        'acme',
+        { session_id: 'agent-1', revision: 1, item_id: 'write', to: 'running' },
+        model,
+      );
+      await work.transitionItem(
+        deps,
+        'acme',
+        { session_id: 'agent-1', revision: 1, item_id: 'write', to: 'ready_for_verification' },
+        model,
+      );
+    } finally {
+      await store.close();
+    }
+    const verified = baton(['work', 'verify', '--session', 'agent-1']);
+    expect(verified.stderr).toBe('');
+    expect(verified.status).toBe(0);
+    expect(verified.stdout).toMatch(/: completed\n {2}passed {6}notes \(shell\): exit code 0/);
+    const allowed = baton(['work', 'gate', '--hook', '--session', 'agent-1'], hookInput);
+    expect(allowed).toMatchObject({ status: 0, stdout: '' });
+    expect(baton(['work', 'gate', '--session', 'agent-1'])).toMatchObject({
+      status: 0,
+      stdout: 'allow (contract completed)\n',
+    });
+  });
+
+  it('allows a session that holds no managed work, and refuses --server', () => {
+    expect(baton(['work', 'gate', '--hook', '--session', 'never-started'], hookInput)).toMatchObject({
+      status: 0,
+      stdout: '',
+    });
+    const refused = baton(['work', 'gate', '--session', 'agent-1', '--server', 'http://127.0.0.1:1']);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain("runs on this machine's store and workspace");
+  });
+});

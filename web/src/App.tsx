@@ -1,0 +1,249 @@
+/**
+ * The Handoff Report page: login, the project view, one workspace per workstream and the
+ * Markdown view. It owns everything a refresh must not touch (drafts, send attempts, forms,
+ * per workstream) apart from the report it reloads every five seconds while the tab is
+ * visible and nothing on screen is unsent or running.
+ */
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { api as makeApi, ApiError, login } from './api.ts';
+import { isEdited, type CardDraft } from './draft.ts';
+import { isLocale, localeNames, locales, MessagesContext, type Locale, type Messages } from './i18n.ts';
+import { Login } from './Login.tsx';
+import { MarkdownView } from './MarkdownView.tsx';
+import { ProjectView } from './ProjectView.tsx';
+import { emptyOutcome, emptyReceiver, hasOutcomeInput, hasReceiverInput, type Forms } from './forms.ts';
+import { runPreflight, type Preflight } from './preflight.ts';
+import { href, useRoute } from './route.ts';
+import type { SendAttempt } from './send.ts';
+import { clearSession, loadSession, saveSession, type TabSession } from './session.ts';
+import type { HandoffReport } from './types.ts';
+import { Workspace } from './Workspace.tsx';
+
+export const refreshIntervalMs = 5000;
+
+function initialLocale(): Locale {
+  const saved = localStorage.getItem('baton.locale');
+  if (isLocale(saved)) return saved;
+  return navigator.language.toLowerCase().startsWith('zh') ? 'zh-CN' : 'en';
+}
+
+/** A map kept per workstream: setting undefined removes the entry. */
+function useKeyed<T>() {
+  const [map, setMap] = useState<Readonly<Record<string, T>>>({});
+  const set = useCallback((key: string, value: T | undefined) => {
+    setMap((old) => {
+      const next = { ...old };
+      if (value === undefined) delete next[key];
+      else next[key] = value;
+      return next;
+    });
+  }, []);
+  return [map, set] as const;
+}
+
+type Pause = 'edits' | 'action' | 'hidden' | null;
+
+export function App() {
+  const [locale, setLocale] = useState<Locale>(initialLocale);
+  const t: Messages = locales[locale];
+  const [session, setSession] = useState<TabSession | null>(loadSession);
+  const route = useRoute();
+  const [report, setReport] = useState<HandoffReport | null>(null);
+  const [loads, setLoads] = useState(0);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [drafts, setDraft] = useKeyed<CardDraft>();
+  const [attempts, setAttempt] = useKeyed<SendAttempt>();
+  const [forms, setForms] = useKeyed<Forms>();
+  const [preflights, setPreflight] = useKeyed<Preflight>();
+  const [busy, setBusy] = useState(0);
+  const [hidden, setHidden] = useState(() => document.visibilityState !== 'visible');
+
+  const client = useMemo(() => (session ? makeApi(session.csrf) : null), [session]);
+
+  useEffect(() => {
+    document.documentElement.lang = locale;
+    document.title = t.appTitle;
+    localStorage.setItem('baton.locale', locale);
+  }, [locale, t]);
+
+  const scope = route.view === 'project' ? null : route.scope_id;
+  const scopeForms = scope === null ? undefined : forms[scope];
+  const shownRevision =
+    scope === null ? 0 : (report?.workstreams.find((w) => w.scope_id === scope)?.selection.revision ?? 0);
+  const pause: Pause =
+    busy > 0
+      ? 'action'
+      : route.view === 'workspace' &&
+          (isEdited(drafts[route.scope_id]) ||
+            attempts[route.scope_id] !== undefined ||
+            hasReceiverInput(scopeForms?.receiver, shownRevision) ||
+            hasOutcomeInput(scopeForms?.outcome))
+        ? 'edits'
+        : hidden
+          ? 'hidden'
+          : null;
+  const pauseRef = useRef<Pause>(pause);
+  pauseRef.current = pause;
+  const workspaceRef = useRef<string | null>(null);
+  workspaceRef.current = route.view === 'workspace' ? route.scope_id : null;
+
+  const signOut = useCallback(() => {
+    clearSession();
+    setSession(null);
+    setReport(null);
+  }, []);
+
+  /**
+   * Load the project's report, and the open workspace's preflight with it, so that both change
+   * together and a refresh never flashes a mismatch. A background load that lands while paused
+   * is dropped.
+   */
+  const load = useCallback(
+    async (mode: 'background' | 'user') => {
+      if (!client) return;
+      try {
+        const next = await client.report();
+        const scope = workspaceRef.current;
+        const shown = next.workstreams.find((w) => w.scope_id === scope);
+        const preflight =
+          scope !== null && shown?.current
+            ? await runPreflight(client, scope, shown.selection.revision)
+            : null;
+        if (mode === 'background' && pauseRef.current !== null) return;
+        setReport(next);
+        if (scope !== null && preflight) setPreflight(scope, preflight);
+        setLoads((n) => n + 1);
+        setLoadError(null);
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401) signOut();
+        else setLoadError(error instanceof Error ? error.message : String(error));
+      }
+    },
+    [client, signOut],
+  );
+
+  useEffect(() => {
+    void load('user');
+  }, [load]);
+
+  // The five-second refresh: only while logged in, visible and not paused; it changes no control.
+  useEffect(() => {
+    if (!client) return;
+    let timer = 0;
+    const tick = async () => {
+      if (pauseRef.current === null) await load('background');
+      timer = window.setTimeout(() => void tick(), refreshIntervalMs);
+    };
+    timer = window.setTimeout(() => void tick(), refreshIntervalMs);
+    const onVisibility = () => setHidden(document.visibilityState !== 'visible');
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => {
+      window.clearTimeout(timer);
+      document.removeEventListener('visibilitychange', onVisibility);
+    };
+  }, [client, load]);
+
+  /** Run a user action: the refresh pauses while it runs, and the report is reloaded after it. */
+  const act = useCallback(async <T,>(action: () => Promise<T>): Promise<T> => {
+    setBusy((n) => n + 1);
+    try {
+      return await action();
+    } finally {
+      setBusy((n) => n - 1);
+    }
+  }, []);
+
+  const onLogin = async (token: string) => {
+    const created = await login(token);
+    setSession(saveSession(created));
+  };
+
+  const onLogout = async () => {
+    try {
+      await client?.logout();
+    } finally {
+      signOut();
+    }
+  };
+
+  const status =
+    pause === null
+      ? t.autoRefreshOn
+      : t.autoRefreshPaused(
+          pause === 'edits' ? t.pausedEdits : pause === 'action' ? t.pausedAction : t.pausedHidden,
+        );
+
+  return (
+    <MessagesContext.Provider value={t}>
+      <header className="top">
+        <a className="brand" href={href({ view: 'project' })}>
+          {t.appTitle}
+        </a>
+        {session && <span className="project">{t.project(session.project_id)}</span>}
+        {session && (
+          <span className="refresh" role="status" data-pause={pause ?? 'none'}>
+            {status}
+          </span>
+        )}
+        {session && (
+          <button type="button" onClick={() => void load('user')}>
+            {t.refreshNow}
+          </button>
+        )}
+        <label className="locale">
+          <span>{t.language}</span>
+          <select
+            value={locale}
+            onChange={(event) => isLocale(event.target.value) && setLocale(event.target.value)}
+          >
+            {Object.entries(localeNames).map(([value, name]) => (
+              <option key={value} value={value} lang={value}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
+        {session && (
+          <button type="button" onClick={() => void onLogout()}>
+            {t.logOut}
+          </button>
+        )}
+      </header>
+      <main data-loads={loads}>
+        {!session || !client ? (
+          <Login onLogin={onLogin} />
+        ) : (
+          <>
+            {loadError && (
+              <p className="error" role="alert">
+                {t.loadFailed}: {loadError}
+              </p>
+            )}
+            {route.view === 'project' && report && <ProjectView report={report} drafts={drafts} />}
+            {route.view === 'workspace' && report && (
+              <Workspace
+                key={route.scope_id}
+                api={client}
+                scope_id={route.scope_id}
+                workstream={report.workstreams.find((w) => w.scope_id === route.scope_id)}
+                preflight={preflights[route.scope_id]}
+                setPreflight={(value) => setPreflight(route.scope_id, value)}
+                draft={drafts[route.scope_id]}
+                setDraft={(value) => setDraft(route.scope_id, value)}
+                attempt={attempts[route.scope_id]}
+                setAttempt={(value) => setAttempt(route.scope_id, value)}
+                forms={scopeForms ?? { receiver: emptyReceiver(shownRevision), outcome: emptyOutcome() }}
+                setForms={(value) => setForms(route.scope_id, value)}
+                act={act}
+                reload={() => load('user')}
+              />
+            )}
+            {route.view === 'markdown' && (
+              <MarkdownView api={client} scope_id={route.scope_id} through={route.through} />
+            )}
+          </>
+        )}
+      </main>
+    </MessagesContext.Provider>
+  );
+}

@@ -1,0 +1,231 @@
+/**
+ * "What am I handing off?": the card prefilled from the current committed handoff. Editing
+ * writes nothing; Send Handoff prepares and publishes one attempt, shows a partial success
+ * (prepared, publishing not confirmed) and retries that same Prepared Handoff.
+ */
+import { useId, useMemo, useState, type FormEvent } from 'react';
+import { emptyItem, isEdited, prefill, type Draft, type DraftItem } from './draft.ts';
+import { useMessages } from './i18n.ts';
+import { publish, send } from './send.ts';
+import type { Disposition } from './types.ts';
+import type { WorkspaceProps } from './Workspace.tsx';
+
+const dispositions: readonly Disposition[] = ['continue', 'blocked', 'complete'];
+
+type Props = WorkspaceProps & { readonly workstream: NonNullable<WorkspaceProps['workstream']> };
+
+export function SenderCard({
+  api,
+  scope_id,
+  workstream,
+  draft,
+  setDraft,
+  attempt,
+  setAttempt,
+  act,
+  reload,
+}: Props) {
+  const t = useMessages();
+  const id = useId();
+  const [sent, setSent] = useState<number | null>(null);
+  const shown = workstream.selection.revision;
+  const handoff = workstream.current?.handoff ?? null;
+  const fresh = useMemo(() => prefill(handoff, shown), [handoff, shown]);
+  const edited = isEdited(draft);
+  const value: Draft = edited && draft ? draft.current : fresh;
+  const running = attempt?.phase === 'preparing' || attempt?.phase === 'committing';
+
+  const change = (patch: Partial<Draft>) => {
+    const original = edited && draft ? draft.original : fresh;
+    const next = { original, current: { ...value, ...patch } };
+    setDraft(isEdited(next) ? next : undefined);
+    setSent(null);
+  };
+  const changeItem = (index: number, text: string) =>
+    change({ state: value.state.map((item, i) => (i === index ? { ...item, text } : item)) });
+
+  const finish = async (revision: number | undefined) => {
+    if (revision === undefined) return;
+    await reload();
+    setDraft(undefined);
+    setAttempt(undefined);
+    setSent(revision);
+  };
+
+  const onSend = async (event: FormEvent) => {
+    event.preventDefault();
+    const result = await act(() =>
+      send({ api, scope_id, draft: value, shown, previous: attempt, update: setAttempt }),
+    );
+    await finish(result?.revision);
+  };
+
+  const onRetry = async () => {
+    if (!attempt) return;
+    const result = await act(() => publish({ api, scope_id, update: setAttempt }, attempt));
+    await finish(result?.revision);
+  };
+
+  const basis = (item: DraftItem) =>
+    item.evidence.length > 0 && item.text === item.original ? t.basisVerified : t.basisDeclared;
+
+  return (
+    <section className="panel sender" aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>{t.senderTitle}</h2>
+      <p className="hint">{t.senderIntro}</p>
+      <p className="base">
+        {value.base > 0 ? t.senderFromRevision(value.base) : t.senderFromNothing}
+        {edited && <span className="badge draft">{t.editedNotSent}</span>}
+      </p>
+      {edited && value.base < shown && <p className="notice">{t.draftBehind(value.base, shown)}</p>}
+      <form onSubmit={(event) => void onSend(event)}>
+        <label htmlFor={`${id}-objective`}>{t.objective}</label>
+        <textarea
+          id={`${id}-objective`}
+          rows={2}
+          required
+          value={value.objective}
+          onChange={(event) => change({ objective: event.target.value })}
+        />
+
+        <fieldset>
+          <legend>{t.state}</legend>
+          <ol className="state-items">
+            {value.state.map((item, index) => (
+              <li key={index}>
+                <label htmlFor={`${id}-state-${index}`}>{t.stateItem(index + 1)}</label>
+                <textarea
+                  id={`${id}-state-${index}`}
+                  rows={2}
+                  value={item.text}
+                  aria-describedby={`${id}-basis-${index}`}
+                  onChange={(event) => changeItem(index, event.target.value)}
+                />
+                <span id={`${id}-basis-${index}`} className="hint">
+                  {basis(item)}
+                </span>
+                <button
+                  type="button"
+                  className="link"
+                  aria-label={t.removeStateItem(index + 1)}
+                  onClick={() => change({ state: value.state.filter((_, i) => i !== index) })}
+                >
+                  {t.remove}
+                </button>
+              </li>
+            ))}
+          </ol>
+          <button type="button" onClick={() => change({ state: [...value.state, emptyItem()] })}>
+            {t.addStateItem}
+          </button>
+        </fieldset>
+
+        <label htmlFor={`${id}-disposition`}>{t.disposition}</label>
+        <select
+          id={`${id}-disposition`}
+          value={value.disposition}
+          onChange={(event) => change({ disposition: event.target.value as Disposition })}
+        >
+          {dispositions.map((disposition) => (
+            <option key={disposition} value={disposition}>
+              {t.dispositions[disposition]} ({disposition})
+            </option>
+          ))}
+        </select>
+        {value.disposition === 'blocked' && (
+          <div className="blocked">
+            <label htmlFor={`${id}-question`}>{t.blockedQuestion}</label>
+            <textarea
+              id={`${id}-question`}
+              rows={2}
+              required
+              value={value.question}
+              onChange={(event) => change({ question: event.target.value })}
+            />
+            <label htmlFor={`${id}-options`}>{t.blockedOptions}</label>
+            <textarea
+              id={`${id}-options`}
+              rows={3}
+              required
+              value={value.options}
+              onChange={(event) => change({ options: event.target.value })}
+            />
+            <label htmlFor={`${id}-impact`}>{t.blockedImpact}</label>
+            <textarea
+              id={`${id}-impact`}
+              rows={2}
+              required
+              value={value.impact}
+              onChange={(event) => change({ impact: event.target.value })}
+            />
+          </div>
+        )}
+
+        <label htmlFor={`${id}-next`}>{t.nextAction}</label>
+        <textarea
+          id={`${id}-next`}
+          rows={2}
+          required
+          value={value.nextAction.text}
+          aria-describedby={`${id}-next-basis`}
+          onChange={(event) => change({ nextAction: { ...value.nextAction, text: event.target.value } })}
+        />
+        <span id={`${id}-next-basis`} className="hint basis-line">
+          {basis(value.nextAction)}
+        </span>
+
+        <label htmlFor={`${id}-omissions`}>{t.omissions}</label>
+        <textarea
+          id={`${id}-omissions`}
+          rows={3}
+          value={value.omissions}
+          onChange={(event) => change({ omissions: event.target.value })}
+        />
+
+        <div className="actions">
+          <button type="submit" className="primary" disabled={running}>
+            {running ? t.sending : t.sendHandoff}
+          </button>
+          {edited && (
+            <button
+              type="button"
+              onClick={() => {
+                setDraft(undefined);
+                setAttempt(undefined);
+              }}
+            >
+              {t.discardEdits}
+            </button>
+          )}
+        </div>
+      </form>
+
+      <div aria-live="polite">
+        {sent !== null && <p className="ok">{t.sent(sent)}</p>}
+        {attempt?.phase === 'partial' && attempt.prepared && (
+          <div className="partial" role="alert">
+            <h3>{t.partialTitle}</h3>
+            <p>{t.partialBody(attempt.prepared.digest, attempt.source_id)}</p>
+            {attempt.error && <p className="error">{attempt.error}</p>}
+            <button type="button" className="primary" onClick={() => void onRetry()}>
+              {t.partialRetry}
+            </button>
+          </div>
+        )}
+        {attempt?.phase === 'head_moved' && (attempt.head ?? 0) > shown && (
+          <div className="partial" role="alert">
+            <p>{t.headMoved(attempt.head ?? 0)}</p>
+            <button type="button" onClick={() => void reload()}>
+              {t.refreshNow}
+            </button>
+          </div>
+        )}
+        {attempt?.phase === 'failed' && (
+          <p className="error" role="alert">
+            {t.sendFailed}: {attempt.error}
+          </p>
+        )}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,124 @@
+/**
+ * The page's only way to the server: same-origin fetch with the session cookie, the CSRF
+ * secret on every write, and one error type. `status` 0 means no answer arrived (the network or
+ * the server failed): the request may or may not have taken effect, so a caller retries the
+ * same idempotent request rather than a new one.
+ */
+import type {
+  AcknowledgeInput,
+  AcknowledgeResult,
+  BoundaryInput,
+  CommitResult,
+  HandoffReport,
+  HandoffResolution,
+  OutcomeInput,
+  OutcomeResult,
+  PreparedResult,
+  WebSession,
+  WorkstreamReport,
+} from './types.ts';
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    details: Readonly<Record<string, unknown>> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+
+  /** No answer, or the server failed: the outcome is unknown and the same request may be retried. */
+  get unconfirmed(): boolean {
+    return this.status === 0 || this.status >= 500;
+  }
+}
+
+async function request<T>(
+  method: string,
+  path: string,
+  init: { body?: unknown; csrf?: string; token?: string },
+) {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  if (init.csrf !== undefined) headers['x-csrf-token'] = init.csrf;
+  if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      cache: 'no-store',
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+  } catch (error) {
+    throw new ApiError(0, 'network', error instanceof Error ? error.message : 'the request failed');
+  }
+  if (response.status === 204) return undefined as T;
+  let body: unknown;
+  try {
+    body = await response.json();
+  } catch {
+    throw new ApiError(response.ok ? 0 : response.status, 'network', 'the answer could not be read');
+  }
+  if (!response.ok) {
+    const error = (body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } })
+      .error;
+    throw new ApiError(
+      response.status,
+      error?.code ?? 'internal',
+      error?.message ?? `HTTP ${response.status}`,
+      error?.details ?? {},
+    );
+  }
+  return body as T;
+}
+
+function query(values: Readonly<Record<string, string | number | undefined>>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(values))
+    if (value !== undefined) params.set(name, String(value));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+/** The calls of a logged-in page; writes carry the session's CSRF secret. */
+export function api(csrf: string) {
+  const post = <T>(path: string, body: unknown) => request<T>('POST', path, { body, csrf });
+  return {
+    report: () => request<HandoffReport>('GET', '/v1/work/report', {}),
+    workstream: (scope_id: string, frozen?: { through?: number; position?: number }) =>
+      request<WorkstreamReport>('GET', `/v1/work/report${query({ scope_id, ...frozen })}`, {}),
+    markdown: (scope_id: string, frozen?: { through?: number; position?: number }) =>
+      request<{ markdown: string }>(
+        'GET',
+        `/v1/work/report${query({ scope_id, ...frozen, format: 'markdown' })}`,
+        {},
+      ),
+    continueLatest: (scope_id: string) =>
+      post<HandoffResolution>('/v1/work/handoffs/continue', { scope_id, selection: 'latest' }),
+    prepareCurrent: (input: BoundaryInput) =>
+      post<PreparedResult>('/v1/work/handoffs/prepare-current', input),
+    commit: (scope_id: string, digest: string, expected_head: number) =>
+      post<CommitResult>('/v1/work/handoffs/commit', { scope_id, prepared: digest, expected_head }),
+    acknowledge: (input: AcknowledgeInput) => post<AcknowledgeResult>('/v1/work/handoffs/acknowledge', input),
+    recordOutcome: (input: OutcomeInput) => post<OutcomeResult>('/v1/work/outcomes/record', input),
+    logout: () => request<void>('DELETE', '/v1/session', {}),
+  };
+}
+
+export type Api = ReturnType<typeof api>;
+
+/** Log in with a project token: the server sets the HttpOnly session cookie and answers the CSRF secret. */
+export function login(token: string): Promise<WebSession> {
+  return request<WebSession>('POST', '/v1/session', { token });
+}

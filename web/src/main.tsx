@@ -1,0 +1,11 @@
+/** Starts the page. Everything it shows is rendered as text by React: no HTML from the server. */
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { App } from './App.tsx';
+import './styles.css';
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+);

@@ -1,0 +1,40 @@
+/**
+ * The wire types the page reads and sends, taken type-only from the server's own definitions
+ * (the typed client's OperationMap), so the page and the API cannot drift apart. Nothing here
+ * exists at run time: the bundle carries none of the server's code.
+ */
+import type { OperationInput, OperationResult } from '../../src/client/types.ts';
+import type { WorkContinuity, TimelineEvent } from '../../src/core/continuity/projection.ts';
+import type { HandoffReport, RevisionSummary, WorkstreamReport } from '../../src/core/handoff/report.ts';
+import type { Disposition, PreparedHandoff } from '../../src/core/handoff/prepared.ts';
+import type { EvidenceCheck, HandoffResolution } from '../../src/core/handoff/resolution.ts';
+import type { SourceRef } from '../../src/core/ledger/source.ts';
+
+export type {
+  Disposition,
+  EvidenceCheck,
+  HandoffReport,
+  HandoffResolution,
+  PreparedHandoff,
+  RevisionSummary,
+  SourceRef,
+  TimelineEvent,
+  WorkContinuity,
+  WorkstreamReport,
+};
+
+export type BoundaryInput = OperationInput<'handoff_current_work'>;
+export type PreparedResult = OperationResult<'handoff_current_work'>;
+export type CommitResult = OperationResult<'commit_handoff'>;
+export type AcknowledgeInput = OperationInput<'acknowledge_handoff'>;
+export type AcknowledgeResult = OperationResult<'acknowledge_handoff'>;
+export type OutcomeInput = OperationInput<'record_task_outcome'>;
+export type OutcomeResult = OperationResult<'record_task_outcome'>;
+export type ReceiptStatus = AcknowledgeInput['status'];
+
+/** What POST /v1/session answers. */
+export interface WebSession {
+  readonly csrf: string;
+  readonly expires_at: string;
+  readonly project_id: string;
+}
