@@ -23,7 +23,7 @@ import type {
 } from '../core/work/model.ts';
 import { activeContract, completionBlockers, type ContractProjection } from '../core/work/projector.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
-import { workEvent } from '../core/work/runtime.ts';
+import { itemChange, workEvent } from '../core/work/runtime.ts';
 import type { AppDeps } from './deps.ts';
 import {
   commitWork,
@@ -402,20 +402,7 @@ export async function verifyWork(
         .filter(([, verdict]) => verdict === 'failed' || verdict === 'timed_out')
         .map(([id, verdict]) => `${id}: ${verdict}`);
       const change = (to: 'succeeded' | 'ready' | 'ready_for_verification', reason: string) =>
-        events.push(
-          workEvent(
-            current,
-            {
-              type: 'item_status_changed',
-              item_id: item.item_id,
-              from: item.status,
-              to,
-              attempt: item.attempt,
-              reason,
-            },
-            verifier,
-          ),
-        );
+        events.push(itemChange(current, item, to, reason, verifier));
       if (item.status === 'ready_for_verification') {
         if (allPassed) change('succeeded', 'every required criterion passed');
         else if (findings.length > 0) change('ready', `verification failed: ${findings.join(', ')}`);

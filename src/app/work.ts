@@ -37,7 +37,7 @@ import {
   type WorkProjection,
   type WorkWarning,
 } from '../core/work/projector.ts';
-import { readinessEvents, workEvent } from '../core/work/runtime.ts';
+import { itemChange, readinessEvents, workEvent } from '../core/work/runtime.ts';
 import {
   sessionCapabilitiesSchema,
   sessionEntrySchemas,
@@ -518,22 +518,7 @@ export async function transitionItem(
     const contract = target(projection, parsed.contract_id);
     requireRevision(contract, parsed.revision);
     const item = findItem(contract, parsed.item_id);
-    const attempt = retryFrom.has(item.status) && parsed.to === 'ready' ? item.attempt + 1 : item.attempt;
-    return [
-      workEvent(
-        contract,
-        {
-          type: 'item_status_changed',
-          item_id: item.item_id,
-          from: item.status,
-          to: parsed.to,
-          attempt,
-          reason: parsed.reason ?? '',
-        },
-        actor,
-        operationOf(contract.contract_id, item.item_id, attempt, parsed.operation_id),
-      ),
-    ];
+    return [itemChange(contract, item, parsed.to, parsed.reason ?? '', actor, parsed.operation_id)];
   });
 }
 
@@ -633,20 +618,7 @@ export async function retryItem(
         },
       );
     }
-    return [
-      workEvent(
-        contract,
-        {
-          type: 'item_status_changed',
-          item_id: item.item_id,
-          from: item.status,
-          to: 'ready',
-          attempt: item.attempt + 1,
-          reason: parsed.reason ?? 'retry',
-        },
-        actor,
-      ),
-    ];
+    return [itemChange(contract, item, 'ready', parsed.reason ?? 'retry', actor)];
   });
 }
 
@@ -660,20 +632,7 @@ export async function cancelItem(
   return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection }) => {
     const contract = target(projection, parsed.contract_id);
     const item = findItem(contract, parsed.item_id);
-    return [
-      workEvent(
-        contract,
-        {
-          type: 'item_status_changed',
-          item_id: item.item_id,
-          from: item.status,
-          to: 'cancelled',
-          attempt: item.attempt,
-          reason: parsed.reason ?? 'cancelled',
-        },
-        actor,
-      ),
-    ];
+    return [itemChange(contract, item, 'cancelled', parsed.reason ?? 'cancelled', actor)];
   });
 }
 

@@ -5,6 +5,7 @@
  * union is tagged by `type`. Objects are parsed loosely so a newer writer's fields survive.
  */
 import { z } from 'zod';
+import { checkStatuses } from '../continuity/records.ts';
 
 const id = z
   .string()
@@ -138,15 +139,7 @@ export const evidenceRefSchema = z.discriminatedUnion('type', [
 export type EvidenceRef = z.output<typeof evidenceRefSchema>;
 
 /** The check vocabulary of the continuity spec: anything but passed is not a pass. */
-export const verdicts = [
-  'passed',
-  'failed',
-  'skipped',
-  'timed_out',
-  'unavailable',
-  'cancelled',
-  'unknown',
-] as const;
+export const verdicts = checkStatuses;
 export type Verdict = (typeof verdicts)[number];
 
 export const criterionResultSchema = z.looseObject({

@@ -3,9 +3,9 @@
  * becomes ready while its contract is active. A pure function of the projection, so every
  * surface that changes work state gets the same follow-ups.
  */
-import type { WorkEventInput } from './model.ts';
-import type { ContractProjection } from './projector.ts';
-import { itemDone } from './transitions.ts';
+import type { WorkEventInput, WorkItemStatus } from './model.ts';
+import type { ContractProjection, WorkItemState } from './projector.ts';
+import { itemDone, retryFrom } from './transitions.ts';
 
 const runtime = { type: 'runtime', id: 'baton' } as const;
 
@@ -51,4 +51,28 @@ export function readinessEvents(contract: ContractProjection): WorkEventInput[] 
     );
   }
   return events;
+}
+
+/**
+ * An item's move from its current status, on the attempt the move implies (leaving failed,
+ * interrupted or cancelled for ready starts the next one), with the operation identity when
+ * the caller gave an operation id.
+ */
+export function itemChange(
+  contract: Pick<ContractProjection, 'contract_id' | 'revision'>,
+  item: Pick<WorkItemState, 'item_id' | 'status' | 'attempt'>,
+  to: WorkItemStatus,
+  reason: string,
+  actor: WorkEventInput['actor'],
+  operation_id?: string,
+): WorkEventInput {
+  const attempt = retryFrom.has(item.status) && to === 'ready' ? item.attempt + 1 : item.attempt;
+  return workEvent(
+    contract,
+    { type: 'item_status_changed', item_id: item.item_id, from: item.status, to, attempt, reason },
+    actor,
+    operation_id === undefined
+      ? null
+      : { contract_id: contract.contract_id, item_id: item.item_id, attempt, operation_id },
+  );
 }
