@@ -2,6 +2,13 @@
  * The embedded Store: one SQLite file through node:sqlite in WAL mode. Every write runs in a
  * BEGIN IMMEDIATE transaction, so the head it reads is the head it writes after, across
  * processes sharing the file; unique indexes back every rule the code checks.
+ *
+ * Writes are group-committed: the writes of one event-loop turn share one transaction, each in
+ * its own savepoint, and one COMMIT (one fsync at FULL) ends them all. A write's promise settles
+ * only after that COMMIT, so nothing is acknowledged before it is durable; a write that fails
+ * rolls back to its savepoint and leaves the others in. Reads outside a write go through a
+ * second connection, which sees committed data only, never a write still waiting for its COMMIT.
+ * See docs/sqlite-durability.md.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -99,6 +106,15 @@ interface StreamRow {
   readonly created_at: string;
 }
 
+/** A write of the open group transaction, settled by its COMMIT. */
+interface Waiter {
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** A group's size limit: past it, the group commits without waiting for the end of the turn. */
+const maxGroupCommit = 512;
+
 interface RevisionRow {
   readonly revision: number;
   readonly prepared_digest: string;
@@ -114,15 +130,13 @@ const streamColumns =
   '(SELECT coalesce(max(position), 0) FROM entries WHERE entries.stream_id = streams.stream_id) AS head';
 
 /** SQLite's own failures as BatonErrors: a constraint is a conflict, a lock held too long is unavailable. */
-function translateSqliteError(error: unknown): unknown {
+function translateSqliteError(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error(String(error));
   const errcode = (error as { errcode?: unknown }).errcode;
   if (typeof errcode !== 'number') return error;
   const primary = errcode & 0xff;
   if (primary === 19) {
-    return new BatonError(
-      'conflict',
-      `the write conflicts with a stored record (${(error as Error).message})`,
-    );
+    return new BatonError('conflict', `the write conflicts with a stored record (${error.message})`);
   }
   if (primary === 5 || primary === 6) {
     return new BatonError('unavailable', 'the database stayed locked by another writer; try again', {
@@ -153,18 +167,32 @@ export function applyPragmas(db: DatabaseSync, synchronous: SqliteSynchronous, b
 
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
+  /** The writing connection: every write, and every read inside one. */
   readonly #db: DatabaseSync;
+  /** Reads outside a write: committed data only. The same connection for `:memory:`. */
+  readonly #reader: DatabaseSync;
   readonly #clock: Clock;
   readonly #statements = new Map<string, StatementSync>();
+  readonly #readStatements = new Map<string, StatementSync>();
   readonly #listeners = new Set<StreamListener>();
+  /** True while a write's function runs, so that its reads see its own transaction. */
+  #writing = false;
+  /** The writes of the open transaction, waiting for its COMMIT; undefined when none is open. */
+  #batch: Waiter[] | undefined;
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
     this.#db = new DatabaseSync(options.path);
+    this.#reader = this.#db;
     this.#clock = options.clock ?? systemClock;
     try {
       applyPragmas(this.#db, options.synchronous ?? 'full', options.busyTimeoutMs);
       this.#migrate(options.migrations ?? sqliteMigrations);
+      if (options.path !== ':memory:') {
+        this.#reader = new DatabaseSync(options.path);
+        this.#reader.exec(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 30_000}`);
+        this.#reader.exec('PRAGMA query_only = ON');
+      }
     } catch (error) {
       this.#db.close();
       throw error;
@@ -173,7 +201,7 @@ export class SqliteStore implements Store {
 
   #migrate(migrations: readonly Migration[]): void {
     checkMigrations(migrations);
-    this.#write(() => {
+    this.#transaction(() => {
       this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
       const row = this.#db.prepare('SELECT max(version) AS version FROM schema_migrations').get() as {
@@ -200,17 +228,22 @@ export class SqliteStore implements Store {
     return this.#clock.now().toISOString();
   }
 
+  /** A prepared statement on the writer inside a write, on the reader outside one. */
   #sql(text: string): StatementSync {
-    let statement = this.#statements.get(text);
+    const [db, statements] = this.#writing
+      ? [this.#db, this.#statements]
+      : [this.#reader, this.#readStatements];
+    let statement = statements.get(text);
     if (!statement) {
-      statement = this.#db.prepare(text);
-      this.#statements.set(text, statement);
+      statement = db.prepare(text);
+      statements.set(text, statement);
     }
     return statement;
   }
 
-  /** Run fn inside one write transaction holding the database's write lock. */
-  #write<T>(fn: () => T): T {
+  /** Run fn in a transaction of its own, committed before it returns: for opening the database. */
+  #transaction<T>(fn: () => T): T {
+    this.#writing = true;
     try {
       this.#db.exec('BEGIN IMMEDIATE');
       const result = fn();
@@ -219,7 +252,83 @@ export class SqliteStore implements Store {
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
       throw translateSqliteError(error);
+    } finally {
+      this.#writing = false;
     }
+  }
+
+  /**
+   * Run fn in the open group transaction (opening one, committed at the end of this event-loop
+   * turn), inside a savepoint; the promise settles once the transaction committed. A failing
+   * fn rolls back its own savepoint only and rejects at once.
+   */
+  #write<T>(fn: () => T): Promise<T> {
+    let batch = this.#batch;
+    if (!batch) {
+      try {
+        this.#db.exec('BEGIN IMMEDIATE');
+      } catch (error) {
+        return Promise.reject(translateSqliteError(error));
+      }
+      const opened: Waiter[] = [];
+      this.#batch = batch = opened;
+      setImmediate(() => this.#commit(opened));
+    }
+    // The group's first write needs no savepoint: if it fails, the whole transaction goes.
+    const alone = batch.length === 0;
+    let result: T;
+    this.#writing = true;
+    try {
+      if (!alone) this.#db.exec('SAVEPOINT baton_write');
+      result = fn();
+      if (!alone) this.#db.exec('RELEASE baton_write');
+    } catch (error) {
+      this.#undo(batch, alone, error);
+      return Promise.reject(translateSqliteError(error));
+    } finally {
+      this.#writing = false;
+    }
+    return new Promise<T>((resolve, reject) => {
+      batch.push({ resolve: () => resolve(result), reject });
+      if (batch.length >= maxGroupCommit) this.#commit(batch);
+    });
+  }
+
+  /**
+   * Undo a failed write: its savepoint, or the whole transaction when it was the group's first.
+   * If SQLite rolled back the transaction itself, the group's writes are lost: fail them all.
+   */
+  #undo(batch: Waiter[], alone: boolean, error: unknown): void {
+    try {
+      if (this.#db.isTransaction && !alone) {
+        this.#db.exec('ROLLBACK TO baton_write');
+        this.#db.exec('RELEASE baton_write');
+        return;
+      }
+    } catch {
+      // Fall through to ending the transaction.
+    }
+    // The transaction ends here (or SQLite ended it after an I/O error or a full disk), and
+    // with it every write of the group.
+    if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+    if (this.#batch === batch) this.#batch = undefined;
+    const lost = translateSqliteError(error);
+    for (const waiter of batch) waiter.reject(lost);
+  }
+
+  /** Commit the group: every write in it is acknowledged, or every one fails. */
+  #commit(batch: Waiter[]): void {
+    if (this.#batch !== batch) return;
+    this.#batch = undefined;
+    try {
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      const failure = translateSqliteError(error);
+      for (const waiter of batch) waiter.reject(failure);
+      return;
+    }
+    for (const waiter of batch) waiter.resolve();
   }
 
   #project(project_id: string): Project {
@@ -305,7 +414,7 @@ export class SqliteStore implements Store {
     const key = checkStream(stream);
     const sealed = sealBatch(entries);
     let head = 0;
-    const results = this.#write(() => {
+    const results = await this.#write(() => {
       const row = this.#ensureStream(key);
       requireStreamHead(describeStream(key), options.expected_head, row.head);
       const stored = new Map<string, StoredSource>();
@@ -654,7 +763,7 @@ export class SqliteStore implements Store {
 
   async createSession(session: NewSession): Promise<void> {
     const checked = checkNewSession(session);
-    this.#write(() => {
+    await this.#write(() => {
       this.#sql(
         'INSERT INTO sessions (session_hash, token_id, csrf_hash, expires_at) VALUES (?, ?, ?, ?)',
       ).run(checked.session_hash, checked.token_id, checked.csrf_hash, checked.expires_at);
@@ -672,13 +781,14 @@ export class SqliteStore implements Store {
 
   async deleteSession(session_hash: string): Promise<void> {
     const hash = checkHash(session_hash);
-    this.#write(() => {
+    await this.#write(() => {
       this.#sql('DELETE FROM sessions WHERE session_hash = ?').run(hash);
     });
   }
 
   async close(): Promise<void> {
+    if (this.#batch) this.#commit(this.#batch);
+    if (this.#reader !== this.#db && this.#reader.isOpen) this.#reader.close();
     if (this.#db.isOpen) this.#db.close();
-    return;
   }
 }

@@ -1,0 +1,116 @@
+/**
+ * The SQLite store's group commit: the writes of one event-loop turn share one transaction and
+ * one COMMIT, yet each keeps its own outcome. A failing write takes nothing else with it; a read
+ * never sees a write before its COMMIT (so never one that could still be lost); other processes
+ * see every acknowledged write; close commits what is waiting.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+
+const stream = { project_id: 'acme', kind: 'scope', scope_id: 'relay' } as const;
+const scope = { project_id: 'acme', scope_id: 'relay' } as const;
+
+describe('SQLite group commit', () => {
+  let dir: string;
+  let path: string;
+  let store: SqliteStore;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-group-'));
+    path = join(dir, 'baton.db');
+    store = await openSqliteStore({ path });
+    await store.createProject('acme');
+  });
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Positions and source ids as another connection (another process) sees them. */
+  function committed(): { position: number; source_id: string | null }[] {
+    const other = new DatabaseSync(path, { readOnly: true });
+    try {
+      return other
+        .prepare('SELECT position, source_id FROM entries ORDER BY position')
+        .all()
+        .map((row) => ({ position: Number(row.position), source_id: row.source_id as string | null }));
+    } finally {
+      other.close();
+    }
+  }
+
+  it('commits concurrent writes together, each with its own gap-free position', async () => {
+    const receipts = await Promise.all(
+      Array.from({ length: 40 }, (_, n) =>
+        store.captureSource(scope, { source_id: `s-${n}`, content: { n } }),
+      ),
+    );
+    expect(receipts.map((receipt) => receipt.position)).toEqual(Array.from({ length: 40 }, (_, n) => n + 1));
+    expect(committed()).toHaveLength(40);
+  });
+
+  it('fails one write of a group alone: the others commit, the failed one leaves no trace', async () => {
+    const outcomes = await Promise.allSettled([
+      store.append(stream, [{ type: 'note', source_id: 'a', content: 1 }]),
+      store.append(stream, [{ type: 'note', source_id: 'b', content: 2 }], { expected_head: 0 }),
+      store.append(stream, [{ type: 'note', source_id: 'c', content: 3 }]),
+      // The same source_id with another content is a conflict inside the group.
+      store.append(stream, [{ type: 'note', source_id: 'a', content: 'changed' }]),
+      store.append(stream, [
+        { type: 'note', source_id: 'd', content: 4 },
+        { type: 'note', source_id: 'c', content: 'changed' },
+      ]),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'rejected',
+      'rejected',
+    ]);
+    const codes = outcomes.map((outcome) =>
+      outcome.status === 'rejected' ? (outcome.reason as { code?: string }).code : 'ok',
+    );
+    expect(codes).toEqual(['ok', 'revision_conflict', 'ok', 'conflict', 'conflict']);
+    expect(committed()).toEqual([
+      { position: 1, source_id: 'a' },
+      { position: 2, source_id: 'c' },
+    ]);
+    expect((await store.getStream(stream)).head).toBe(2);
+  });
+
+  it('never lets a read see a write before its COMMIT', async () => {
+    await store.captureSource(scope, { source_id: 'first', content: 1 });
+    const pending = store.captureSource(scope, { source_id: 'second', content: 2 });
+    // Same turn: the second write sits in the open transaction, not yet committed.
+    const before = await store.getStream(stream);
+    const check = await store.checkSource('acme', {
+      scope_id: 'relay',
+      source_id: 'second',
+      digest: `sha256:${'0'.repeat(64)}`,
+    });
+    expect(before.head).toBe(1);
+    expect(check.status).toBe('unavailable');
+    const receipt = await pending;
+    expect(receipt.position).toBe(2);
+    expect((await store.getStream(stream)).head).toBe(2);
+    expect((await store.checkSource('acme', receipt.source_ref)).status).toBe('available');
+  });
+
+  it('acknowledges a write only once another connection can read it', async () => {
+    const receipt = await store.captureSource(scope, { source_id: 'durable', content: 1 });
+    expect(committed()).toEqual([{ position: receipt.position, source_id: 'durable' }]);
+  });
+
+  it('commits a waiting group on close', async () => {
+    const pending = store.captureSource(scope, { source_id: 'last', content: 1 });
+    await store.close();
+    expect((await pending).position).toBe(1);
+    expect(committed()).toEqual([{ position: 1, source_id: 'last' }]);
+    store = await openSqliteStore({ path });
+  });
+});
