@@ -23,7 +23,7 @@ const metadata: JsonObject = { kind: 'note' };
 const scope: ScopeKey = { project_id: 'bench', scope_id: 'bench-scope' };
 const targets = { single: 0.8, batched: 0.5 } as const;
 
-const usage = `Usage: npm run bench -- [--rows N]
+const usage = `Usage: npm run bench:append -- [--rows N]
 
   --rows N   sources to append in each write phase (default 100000)
   --help     show this help

@@ -175,6 +175,8 @@ export class SqliteStore implements Store {
   readonly #statements = new Map<string, StatementSync>();
   readonly #readStatements = new Map<string, StatementSync>();
   readonly #listeners = new Set<StreamListener>();
+  /** Committed projects seen so far: every call checks its project exists. */
+  readonly #projects = new Map<string, Project>();
   /** True while a write's function runs, so that its reads see its own transaction. */
   #writing = false;
   /** The writes of the open transaction, waiting for its COMMIT; undefined when none is open. */
@@ -332,11 +334,17 @@ export class SqliteStore implements Store {
   }
 
   #project(project_id: string): Project {
+    const known = this.#projects.get(project_id);
+    if (known) return known;
     const row = this.#sql('SELECT project_id, created_at FROM projects WHERE project_id = ?').get(
       project_id,
     ) as Project | undefined;
     if (!row) throw new BatonError('not_found', `project ${project_id} does not exist`, { project_id });
-    return { project_id: row.project_id, created_at: row.created_at };
+    const project = { project_id: row.project_id, created_at: row.created_at };
+    // Projects are never deleted, so a committed one can be remembered; one read inside a
+    // write is not committed yet.
+    if (!this.#writing) this.#projects.set(project_id, project);
+    return project;
   }
 
   #findStream(stream: StreamKey): StreamRow | undefined {
