@@ -4,7 +4,7 @@
  * A web session is a second secret (an HttpOnly cookie) bound to a token, with a CSRF secret
  * that cookie-authenticated writes must echo. Labels and scope ids are never access control.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { BatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
@@ -28,7 +28,7 @@ function secret(): string {
 }
 
 export function hashSecret(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 function principalOf(token: TokenRecord): Principal {

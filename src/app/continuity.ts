@@ -38,10 +38,17 @@ import { continueHandoff, prepareHandoff, type PreparedResult } from './handoffs
 
 const where = { project_id: z.string(), scope_id: z.string(), source_id: sourceIdSchema };
 
-/** Validate an operation's input: the location plus the record's fields, nothing else. */
-function parseInput<S extends z.ZodRawShape>(fields: S, input: unknown, what: string) {
-  return parseRecord(z.strictObject({ ...where, ...fields }), input, what);
+/**
+ * An operation's input: the location plus the record's fields, nothing else. Built once per
+ * operation, at load: zod compiles a schema on its first parse, which costs more than the parse.
+ */
+function inputSchema<S extends z.ZodRawShape>(fields: S) {
+  return z.strictObject({ ...where, ...fields });
 }
+
+const workContractInput = inputSchema(workContractFields);
+const boundaryInput = inputSchema(boundaryFields);
+const outcomeInput = inputSchema(outcomeFields);
 
 async function store<K extends WorkKind>(
   deps: AppDeps,
@@ -72,7 +79,7 @@ export async function createWorkContract(
   deps: AppDeps,
   input: unknown,
 ): Promise<StoredWorkRecord<WorkContract>> {
-  const { at, fields } = split(parseInput(workContractFields, input, 'work contract'));
+  const { at, fields } = split(parseRecord(workContractInput, input, 'work contract'));
   const record = { schema: 'baton.work-contract/v1', ...fields } as WorkContract;
   await requireReadableEvidence(deps, at.project_id, at.scope_id, locateEvidence(record), 'work contract');
   const { receipt, trust } = await store(deps, at, 'work-contract', record as JsonObject);
@@ -91,7 +98,7 @@ export interface HandoffCurrentWorkResult extends PreparedResult {
  * claims. No model, no commit: commit_handoff publishes.
  */
 export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise<HandoffCurrentWorkResult> {
-  const { at, fields } = split(parseInput(boundaryFields, input, 'handoff boundary'));
+  const { at, fields } = split(parseRecord(boundaryInput, input, 'handoff boundary'));
   const boundary = { schema: 'baton.handoff-boundary/v1', ...fields } as Boundary;
   const handoff = (boundaryRef: SourceRef[]) => ({
     objective: boundary.objective,
@@ -148,6 +155,8 @@ export const acknowledgeFields = {
   receiver: z.string().max(200).optional(),
 };
 
+const acknowledgeInput = inputSchema(acknowledgeFields);
+
 export interface AcknowledgeResult extends StoredWorkRecord<HandoffReceipt> {
   readonly resolution: HandoffResolution;
 }
@@ -158,7 +167,7 @@ export interface AcknowledgeResult extends StoredWorkRecord<HandoffReceipt> {
  * three receiver checks confirmed; needs_clarification and declined need a reason.
  */
 export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise<AcknowledgeResult> {
-  const { at, fields } = split(parseInput(acknowledgeFields, input, 'acknowledgement'));
+  const { at, fields } = split(parseRecord(acknowledgeInput, input, 'acknowledgement'));
   if (fields.target === 'latest') {
     throw new BatonError(
       'invalid_input',
@@ -228,7 +237,7 @@ export async function recordTaskOutcome(
   deps: AppDeps,
   input: unknown,
 ): Promise<StoredWorkRecord<TaskOutcome>> {
-  const { at, fields } = split(parseInput(outcomeFields, input, 'task outcome'));
+  const { at, fields } = split(parseRecord(outcomeInput, input, 'task outcome'));
   const record = { schema: 'baton.task-outcome/v1', ...fields } as TaskOutcome;
   const ref = record.handoff_receipt_ref;
   const evidence = locateEvidence(record);

@@ -2,7 +2,7 @@
 import { BatonError } from '../core/errors.ts';
 import { requireSameScope } from '../core/continuity/claims.ts';
 import type { LocatedCitation } from '../core/handoff/prepared.ts';
-import { checkCitation } from '../core/handoff/resolution.ts';
+import { checkCitations } from '../core/handoff/resolution.ts';
 import type { AppDeps } from './deps.ts';
 
 export async function requireReadableEvidence(
@@ -13,11 +13,7 @@ export async function requireReadableEvidence(
   what: string,
 ): Promise<void> {
   requireSameScope(scope_id, located, what);
-  const checks = await Promise.all(
-    located.map((citation) =>
-      checkCitation(scope_id, citation, (ref) => deps.store.checkSource(project_id, ref)),
-    ),
-  );
+  const checks = await checkCitations(scope_id, located, (ref) => deps.store.checkSource(project_id, ref));
   const unreadable = checks.flatMap((check) => (check.status === 'unavailable' ? [check] : []));
   if (unreadable.length === 0) return;
   const first = unreadable[0]!;

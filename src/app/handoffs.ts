@@ -14,7 +14,7 @@ import {
   type PreparedHandoff,
 } from '../core/handoff/prepared.ts';
 import {
-  checkCitation,
+  checkCitations,
   resolution,
   selectionSchema,
   type ExactSelection,
@@ -149,10 +149,8 @@ export async function continueHandoff(
     exact = { kind: 'prepared', digest: selection.prepared };
   }
   const handoff = parsePreparedHandoff(await deps.store.getPrepared(scope.project_id, exact.digest));
-  const checks = await Promise.all(
-    citationsOf(handoff).map((located) =>
-      checkCitation(scope.scope_id, located, (ref) => deps.store.checkSource(scope.project_id, ref)),
-    ),
+  const checks = await checkCitations(scope.scope_id, citationsOf(handoff), (ref) =>
+    deps.store.checkSource(scope.project_id, ref),
   );
   return resolution(scope.scope_id, exact, current_head, handoff, checks);
 }

@@ -2,7 +2,7 @@
  * Canonical JSON (RFC 8785, JCS) and the SHA-256 digests written `sha256:<hex>` that identify
  * every record. A digest here must never change for the same value: golden fixtures guard it.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { BatonError } from './errors.ts';
 
@@ -22,8 +22,9 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
+/** SHA-256 of the UTF-8 text; the one-shot hash, since every append and seal pays for it. */
 export function sha256Digest(text: string): Digest {
-  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+  return `sha256:${hash('sha256', text, 'hex')}`;
 }
 
 /** The digest of a value: SHA-256 of its canonical JSON. */

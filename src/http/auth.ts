@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
   authenticateSession,
   authenticateToken,
+  authorize,
   createWebSession,
   endWebSession,
   type Principal,
@@ -34,6 +35,15 @@ function headerText(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/**
+ * The session cookie's value. Cookies are parsed here, on demand, and not by a hook on every
+ * request: only a request without an Authorization header reads them.
+ */
+function sessionOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  return header === undefined ? undefined : request.server.parseCookie(header)[sessionCookie];
+}
+
 /** The principal of a request; an Authorization header, when present, is the only credential read. */
 export async function authenticateRequest(
   deps: AppDeps,
@@ -41,7 +51,7 @@ export async function authenticateRequest(
   access: Access,
 ): Promise<Principal> {
   if (request.headers.authorization !== undefined) return authenticateToken(deps, bearerToken(request));
-  const session = request.cookies[sessionCookie];
+  const session = sessionOf(request);
   if (session !== undefined) {
     return authenticateSession(deps, session, headerText(request, csrfHeader), access);
   }
@@ -72,7 +82,33 @@ export function registerSessionRoutes(app: FastifyInstance, deps: AppDeps): void
     return { csrf: session.csrf, expires_at: session.expires_at, project_id: session.principal.project_id };
   });
   app.delete('/v1/session', async (request, reply) => {
-    await endWebSession(deps, request.cookies[sessionCookie]);
+    await endWebSession(deps, sessionOf(request));
     return reply.clearCookie(sessionCookie, cookieOptions(request)).code(204).send();
   });
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who is calling, set by a guarded route's onRequest hook; undefined on unguarded routes. */
+    principal: Principal | undefined;
+  }
+}
+
+/**
+ * A route's onRequest hook: authenticate and authorize before the body is read, and keep the
+ * principal on the request for the handler (a decorated field: no per-request map).
+ */
+export function guard(app: FastifyInstance, deps: AppDeps, access: Access) {
+  if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', undefined);
+  return async (request: FastifyRequest): Promise<void> => {
+    const principal = await authenticateRequest(deps, request, access);
+    authorize(principal, access);
+    request.principal = principal;
+  };
+}
+
+/** The principal a guard admitted; only a guarded route's handler asks. */
+export function requestPrincipal(request: FastifyRequest): Principal {
+  if (request.principal === undefined) throw new Error(`${request.url} is not a guarded route`);
+  return request.principal;
 }

@@ -14,8 +14,25 @@ export const bodyLimit = 2 * 1024 * 1024;
  */
 export const maxDepth = 64;
 
+/**
+ * Whether text holds more than most opening brackets, inside strings or not, counted by native
+ * searches: cheap for the few brackets nearly every body has.
+ */
+function opensMoreThan(text: string, most: number): boolean {
+  let count = 0;
+  for (const bracket of ['{', '[']) {
+    for (let at = text.indexOf(bracket); at !== -1; at = text.indexOf(bracket, at + 1)) {
+      count += 1;
+      if (count > most) return true;
+    }
+  }
+  return false;
+}
+
 /** Whether arrays and objects nest deeper than limit; one pass over the text, strings skipped. */
 export function nestsDeeperThan(text: string, limit: number): boolean {
+  // Each level needs its own opening bracket, so with few of them the text cannot nest deeper.
+  if (!opensMoreThan(text, limit)) return false;
   let depth = 0;
   let inString = false;
   for (let index = 0; index < text.length; index += 1) {

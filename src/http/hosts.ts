@@ -45,17 +45,21 @@ function refused(message: string): BatonError {
 
 /**
  * Registers the check as the first onRequest hook. `hosts` is read on every request, so the
- * caller can replace its contents once the real port is known.
+ * caller can replace its contents once the real port is known. A callback hook, not an async
+ * one: the check is synchronous, and every request pays for it.
  */
 export function guardHosts(app: FastifyInstance, hosts: () => ReadonlySet<string>): void {
-  app.addHook('onRequest', async (request) => {
-    const allowed = hosts();
-    const host = request.headers.host?.toLowerCase();
-    if (!host || !allowed.has(host)) throw refused('this Host is not served here');
-    const origin = request.headers.origin;
-    if (origin === undefined) return;
-    const match = /^https?:\/\/(.+)$/i.exec(origin);
-    if (!match || !allowed.has(match[1]!.toLowerCase()))
-      throw refused('requests from this Origin are refused');
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(refusal(hosts(), request.headers.host, request.headers.origin));
   });
+}
+
+/** Why a request's Host and Origin are refused, or undefined when they are served. */
+function refusal(allowed: ReadonlySet<string>, host: string | undefined, origin: string | undefined) {
+  if (!host || !allowed.has(host.toLowerCase())) return refused('this Host is not served here');
+  if (origin === undefined) return undefined;
+  const match = /^https?:\/\/(.+)$/i.exec(origin);
+  if (!match || !allowed.has(match[1]!.toLowerCase()))
+    return refused('requests from this Origin are refused');
+  return undefined;
 }

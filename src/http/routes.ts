@@ -5,11 +5,10 @@
  * and handed to it as sent, in the principal's project, never a project named by the caller.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authorize, type Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
 import { operations, type Operation } from '../app/operations.ts';
 import { parseRecord } from '../core/records.ts';
-import { authenticateRequest } from './auth.ts';
+import { guard, requestPrincipal } from './auth.ts';
 
 /** A Markdown result (`{markdown}`) goes out as text/markdown when the client asks for it. */
 function wantsMarkdown(request: FastifyRequest, result: unknown): result is { markdown: string } {
@@ -20,20 +19,16 @@ function wantsMarkdown(request: FastifyRequest, result: unknown): result is { ma
 }
 
 function registerOperation(app: FastifyInstance, deps: AppDeps, operation: Operation): void {
-  const principals = new WeakMap<FastifyRequest, Principal>();
+  const what = `${operation.operationId} input`;
   app.route({
     method: operation.method,
     url: operation.path,
     config: { operationId: operation.operationId },
-    onRequest: async (request) => {
-      const principal = await authenticateRequest(deps, request, operation.access);
-      authorize(principal, operation.access);
-      principals.set(request, principal);
-    },
+    onRequest: guard(app, deps, operation.access),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
-      const principal = principals.get(request)!;
+      const principal = requestPrincipal(request);
       const input: unknown = operation.method === 'GET' ? request.query : request.body;
-      parseRecord(operation.input, input, `${operation.operationId} input`);
+      parseRecord(operation.input, input, what);
       const result = await operation.run(deps, principal.project_id, input);
       if (wantsMarkdown(request, result)) {
         return reply.type('text/markdown; charset=utf-8').send(result.markdown);

@@ -83,7 +83,8 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   guardHosts(app, () => hosts);
   closeGracefully(app);
   installJsonParser(app);
-  await app.register(fastifyCookie);
+  // No parsing hook: src/http/auth.ts reads the session cookie only when a request needs it.
+  await app.register(fastifyCookie, { hook: false });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/v1/openapi.json', async () => openApiDocument());

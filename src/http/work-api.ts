@@ -49,6 +49,9 @@ export const cancelItemsFields = {
   item_ids: z.array(workIdSchema).min(1).max(bulkLimit),
   reason: z.string().max(4000).optional(),
 };
+// Built once: a zod schema costs far more to build than to run.
+const queryWorkInput = z.strictObject(queryWorkFields);
+const cancelItemsInput = z.strictObject(cancelItemsFields);
 
 /** An error as a bulk answer carries it for one entry: the envelope's fields. */
 export interface EntryError {
@@ -100,7 +103,7 @@ function entryError(error: unknown): EntryError {
 }
 
 async function queryWork(deps: AppDeps, project_id: string, input: unknown): Promise<QueryWorkResult> {
-  const { session_ids } = parseRecord(z.strictObject(queryWorkFields), input, 'work query');
+  const { session_ids } = parseRecord(queryWorkInput, input, 'work query');
   const sessions: QueriedWork[] = [];
   for (const session_id of session_ids) {
     try {
@@ -118,7 +121,7 @@ async function cancelItems(
   input: unknown,
   actor: Actor,
 ): Promise<CancelItemsResult> {
-  const parsed = parseRecord(z.strictObject(cancelItemsFields), input, 'bulk cancellation');
+  const parsed = parseRecord(cancelItemsInput, input, 'bulk cancellation');
   const { session_id, item_ids, ...rest } = parsed;
   // A session outside the caller's project is not found as a whole, before anything is written.
   let work = await readWork(deps, project_id, { session_id });

@@ -7,9 +7,8 @@
  * one as the store reports a commit, without a gap or a duplicate.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authorize, type Principal } from '../app/auth.ts';
+import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
-import type { Access } from '../app/operations.ts';
 import { sessionStream, workEventsAfter } from '../app/work.ts';
 import { BatonError } from '../core/errors.ts';
 import type { Entry } from '../core/ledger/entry.ts';
@@ -17,7 +16,7 @@ import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
 import { liveEventName } from '../core/work/live.ts';
 import { workEventSchema, type Actor } from '../core/work/model.ts';
-import { authenticateRequest } from './auth.ts';
+import { guard, requestPrincipal } from './auth.ts';
 import { eventStreams, type EventStream, type EventStreams, type SseFrame } from './sse.ts';
 import { mergeParams, workEndpoints, type WorkEndpoint, type WorkParam } from './work-api.ts';
 
@@ -48,28 +47,14 @@ function pathParams(
   return Object.fromEntries(names.map((name) => [name, given[name]]));
 }
 
-/** Authenticate and authorize in onRequest, before the body is read; the handler gets the principal. */
-function guarded(deps: AppDeps, access: Access) {
-  const principals = new WeakMap<FastifyRequest, Principal>();
-  return {
-    onRequest: async (request: FastifyRequest) => {
-      const principal = await authenticateRequest(deps, request, access);
-      authorize(principal, access);
-      principals.set(request, principal);
-    },
-    principal: (request: FastifyRequest) => principals.get(request)!,
-  };
-}
-
 function registerEndpoint(app: FastifyInstance, deps: AppDeps, endpoint: WorkEndpoint): void {
-  const guard = guarded(deps, endpoint.access);
   app.route({
     method: endpoint.method,
     url: endpoint.path,
     config: { operationId: endpoint.operationId },
-    onRequest: guard.onRequest,
+    onRequest: guard(app, deps, endpoint.access),
     handler: async (request: FastifyRequest) => {
-      const principal = guard.principal(request);
+      const principal = requestPrincipal(request);
       const body = endpoint.method === 'GET' ? undefined : request.body;
       const input = mergeParams(pathParams(request, endpoint.params), body);
       return endpoint.run(deps, principal.project_id, input, actorOf(principal));
@@ -127,12 +112,11 @@ function follow(deps: AppDeps, project_id: string, session_id: string, after: nu
 }
 
 function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStreams): void {
-  const guard = guarded(deps, 'read');
   app.get(
     eventsPath,
-    { onRequest: guard.onRequest },
+    { onRequest: guard(app, deps, 'read') },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const principal = guard.principal(request);
+      const principal = requestPrincipal(request);
       const { project_id } = principal;
       const session_id = parseRecord(
         sessionIdSchema,

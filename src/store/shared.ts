@@ -75,46 +75,42 @@ function hasControlCharacter(text: string): boolean {
   return false;
 }
 
+// Schemas are built once, at load: zod compiles a schema on its first parse, which costs more
+// than the parse itself.
+const reasonSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(1000)
+  .refine((text) => !hasControlCharacter(text), 'a reason has no control characters');
+
 export function checkReason(reason: unknown): string {
-  return parseRecord(
-    z
-      .string()
-      .trim()
-      .min(1)
-      .max(1000)
-      .refine((text) => !hasControlCharacter(text), 'a reason has no control characters'),
-    reason,
-    'retraction reason',
-  );
+  return parseRecord(reasonSchema, reason, 'retraction reason');
 }
 
 const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'a secret hash is 64 lower-case hex');
 
+const newTokenSchema = z.strictObject({
+  token_id: z.string().min(1).max(64),
+  project_id: projectIdSchema,
+  token_hash: hashSchema,
+  read_only: z.boolean(),
+  label: z.string().max(200),
+});
+
 export function checkNewToken(token: unknown): NewToken {
-  return parseRecord(
-    z.strictObject({
-      token_id: z.string().min(1).max(64),
-      project_id: projectIdSchema,
-      token_hash: hashSchema,
-      read_only: z.boolean(),
-      label: z.string().max(200),
-    }),
-    token,
-    'token',
-  );
+  return parseRecord(newTokenSchema, token, 'token');
 }
 
+const newSessionSchema = z.strictObject({
+  session_hash: hashSchema,
+  token_id: z.string().min(1).max(64),
+  csrf_hash: hashSchema,
+  expires_at: z.iso.datetime(),
+});
+
 export function checkNewSession(session: unknown): NewSession {
-  return parseRecord(
-    z.strictObject({
-      session_hash: hashSchema,
-      token_id: z.string().min(1).max(64),
-      csrf_hash: hashSchema,
-      expires_at: z.iso.datetime(),
-    }),
-    session,
-    'session',
-  );
+  return parseRecord(newSessionSchema, session, 'session');
 }
 
 export function checkHash(hash: unknown): string {
@@ -168,10 +164,12 @@ export function checkRevisionNumber(revision: unknown): number {
   return revision;
 }
 
+const kindsSchema = z.array(z.string().min(1).max(64)).min(1).max(64);
+
 /** Kinds a read is limited to: 1-64 entries of 1-64 characters. */
 export function checkKinds(kinds: unknown): readonly string[] | undefined {
   if (kinds === undefined) return undefined;
-  return parseRecord(z.array(z.string().min(1).max(64)).min(1).max(64), kinds, 'kinds');
+  return parseRecord(kindsSchema, kinds, 'kinds');
 }
 
 /**

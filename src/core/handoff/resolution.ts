@@ -48,13 +48,14 @@ export interface HandoffResolution {
   readonly trust: 'untrusted_history';
 }
 
+/** What reading one exact ref says: the store's availability, without the entry. */
+type SourceRead = { status: 'available' } | { status: 'unavailable'; reason: UnavailableReason };
+
 /** Check one citation: a reference into another scope is never read there. */
 export async function checkCitation(
   scope_id: string,
   { location, citation }: LocatedCitation,
-  read: (
-    ref: SourceRef,
-  ) => Promise<{ status: 'available' } | { status: 'unavailable'; reason: UnavailableReason }>,
+  read: (ref: SourceRef) => Promise<SourceRead>,
 ): Promise<EvidenceCheck> {
   if (citation.scope_id !== scope_id)
     return { location, citation, status: 'unavailable', reason: 'other_scope' };
@@ -62,6 +63,28 @@ export async function checkCitation(
   return result.status === 'available'
     ? { location, citation, status: 'available' }
     : { location, citation, status: 'unavailable', reason: result.reason };
+}
+
+/**
+ * Check every citation, in order, reading each distinct ref once: handoff_current_work cites
+ * its boundary from every statement and the next action, and one read answers them all.
+ */
+export function checkCitations(
+  scope_id: string,
+  located: readonly LocatedCitation[],
+  read: (ref: SourceRef) => Promise<SourceRead>,
+): Promise<EvidenceCheck[]> {
+  const reads = new Map<string, Promise<SourceRead>>();
+  const readOnce = (ref: SourceRef): Promise<SourceRead> => {
+    const key = JSON.stringify([ref.scope_id, ref.source_id, ref.digest]);
+    let result = reads.get(key);
+    if (!result) {
+      result = read(ref);
+      reads.set(key, result);
+    }
+    return result;
+  };
+  return Promise.all(located.map((citation) => checkCitation(scope_id, citation, readOnce)));
 }
 
 export function resolution(

@@ -175,6 +175,8 @@ export class SqliteStore implements Store {
   readonly #statements = new Map<string, StatementSync>();
   readonly #readStatements = new Map<string, StatementSync>();
   readonly #listeners = new Set<StreamListener>();
+  /** Committed stream ids seen so far, by project, kind and name. */
+  readonly #streamIds = new Map<string, number>();
   /** Committed projects seen so far: every call checks its project exists. */
   readonly #projects = new Map<string, Project>();
   /** True while a write's function runs, so that its reads see its own transaction. */
@@ -262,7 +264,7 @@ export class SqliteStore implements Store {
   /**
    * Run fn in the open group transaction (opening one, committed at the end of this event-loop
    * turn), inside a savepoint; the promise settles once the transaction committed. A failing
-   * fn rolls back its own savepoint only and rejects at once.
+   * fn rolls back its own savepoint only, and rejects once the group committed.
    */
   #write<T>(fn: () => T): Promise<T> {
     let batch = this.#batch;
@@ -285,8 +287,13 @@ export class SqliteStore implements Store {
       result = fn();
       if (!alone) this.#db.exec('RELEASE baton_write');
     } catch (error) {
+      const failure = translateSqliteError(error);
       this.#undo(batch, alone, error);
-      return Promise.reject(translateSqliteError(error));
+      if (this.#batch !== batch) return Promise.reject(failure);
+      // Fail once the group committed, so that a retry reads the state that made this write fail.
+      return new Promise<T>((_resolve, reject) => {
+        batch.push({ resolve: () => reject(failure), reject: () => reject(failure) });
+      });
     } finally {
       this.#writing = false;
     }
@@ -345,6 +352,24 @@ export class SqliteStore implements Store {
     // write is not committed yet.
     if (!this.#writing) this.#projects.set(project_id, project);
     return project;
+  }
+
+  /**
+   * The id of a committed stream, without its head: streams are never deleted, so an id read
+   * outside a write is remembered.
+   */
+  #streamId(stream: StreamKey): number | undefined {
+    const name = streamName(stream);
+    const key = `${stream.project_id}\u0000${stream.kind}\u0000${name}`;
+    const known = this.#streamIds.get(key);
+    if (known !== undefined) return known;
+    const row = this.#sql('SELECT stream_id FROM streams WHERE project_id = ? AND kind = ? AND name = ?').get(
+      stream.project_id,
+      stream.kind,
+      name,
+    ) as { stream_id: number } | undefined;
+    if (row && !this.#writing) this.#streamIds.set(key, row.stream_id);
+    return row?.stream_id;
   }
 
   #findStream(stream: StreamKey): StreamRow | undefined {
@@ -520,10 +545,14 @@ export class SqliteStore implements Store {
     const exact = checkSourceRef(ref);
     this.#project(id);
     const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
-    const row = this.#sql(
-      `SELECT ${entryColumns} FROM entries JOIN streams USING (stream_id)
-       WHERE project_id = ? AND streams.kind = 'scope' AND name = ? AND source_id = ?`,
-    ).get(id, exact.scope_id, exact.source_id) as EntryRow | undefined;
+    const stream_id = this.#streamId(key);
+    const row =
+      stream_id === undefined
+        ? undefined
+        : (this.#sql(`SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND source_id = ?`).get(
+            stream_id,
+            exact.source_id,
+          ) as EntryRow | undefined);
     return availability(key, exact, row);
   }
 
@@ -623,8 +652,8 @@ export class SqliteStore implements Store {
   async revisionHead(scope: ScopeKey): Promise<number> {
     const key = checkScope(scope);
     this.#project(key.project_id);
-    const row = this.#findStream(scopeStream(key));
-    return row ? this.#revisionHead(row.stream_id) : 0;
+    const stream_id = this.#streamId(scopeStream(key));
+    return stream_id === undefined ? 0 : this.#revisionHead(stream_id);
   }
 
   #revision(scope_id: string, row: RevisionRow): Revision {
@@ -640,13 +669,14 @@ export class SqliteStore implements Store {
     const key = checkScope(scope);
     const number = checkRevisionNumber(revision);
     this.#project(key.project_id);
-    const stream = this.#findStream(scopeStream(key));
-    const row = stream
-      ? (this.#sql('SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision = ?').get(
-          stream.stream_id,
-          number,
-        ) as RevisionRow | undefined)
-      : undefined;
+    const stream_id = this.#streamId(scopeStream(key));
+    const row =
+      stream_id === undefined
+        ? undefined
+        : (this.#sql('SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision = ?').get(
+            stream_id,
+            number,
+          ) as RevisionRow | undefined);
     if (!row) {
       throw new BatonError('not_found', `${key.scope_id} has no handoff revision ${number}`, {
         ...key,
@@ -668,11 +698,11 @@ export class SqliteStore implements Store {
     const through =
       options.through === undefined ? Number.MAX_SAFE_INTEGER : checkRevisionNumber(options.through);
     this.#project(key.project_id);
-    const stream = this.#findStream(scopeStream(key));
-    if (!stream) return [];
+    const stream_id = this.#streamId(scopeStream(key));
+    if (stream_id === undefined) return [];
     const rows = this.#sql(
       'SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
-    ).all(stream.stream_id, through, limit) as unknown as RevisionRow[];
+    ).all(stream_id, through, limit) as unknown as RevisionRow[];
     return rows.map((row) => this.#revision(key.scope_id, row));
   }
 
