@@ -9,7 +9,7 @@ import { systemClock } from '../src/core/clock.ts';
 import { BatonError } from '../src/core/errors.ts';
 import type { JsonObject } from '../src/core/json.ts';
 import type { Revision } from '../src/core/ledger/revision.ts';
-import { checkCitation } from '../src/core/handoff/resolution.ts';
+import { checkCitation, checkCitations } from '../src/core/handoff/resolution.ts';
 import { reportMarkdown, workstreamMarkdown } from '../src/core/handoff/report.ts';
 import type { SourceRef } from '../src/core/ledger/source.ts';
 import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
@@ -466,5 +466,38 @@ describe('citation checks', () => {
       reason: 'other_scope',
     });
     expect(reads).toBe(0);
+  });
+
+  it('reads each distinct citation once and answers every location in order', async () => {
+    const boundary: SourceRef = { scope_id: 'here', source_id: 'boundary', digest: sha256Digest('b') };
+    const log: SourceRef = { scope_id: 'here', source_id: 'log', digest: sha256Digest('l') };
+    const stale: SourceRef = { ...log, digest: sha256Digest('other') };
+    const read: SourceRef[] = [];
+    const checks = await checkCitations(
+      'here',
+      [
+        { location: 'statements.0.citations.0', citation: boundary },
+        { location: 'statements.1.citations.0', citation: log },
+        { location: 'statements.1.citations.1', citation: boundary },
+        { location: 'statements.2.citations.0', citation: stale },
+        { location: 'next_action.citations.0', citation: boundary },
+      ],
+      (ref) => {
+        read.push(ref);
+        return Promise.resolve(
+          ref.digest === stale.digest
+            ? { status: 'unavailable' as const, reason: 'digest_mismatch' as const }
+            : { status: 'available' as const },
+        );
+      },
+    );
+    expect(read).toEqual([boundary, log, stale]);
+    expect(checks.map((check) => [check.location, check.status])).toEqual([
+      ['statements.0.citations.0', 'available'],
+      ['statements.1.citations.0', 'available'],
+      ['statements.1.citations.1', 'available'],
+      ['statements.2.citations.0', 'unavailable'],
+      ['next_action.citations.0', 'available'],
+    ]);
   });
 });

@@ -80,6 +80,7 @@ export const startSessionFields = {
   capabilities: sessionCapabilitiesSchema.optional(),
 };
 export type StartSessionInput = z.input<z.ZodObject<typeof startSessionFields>>;
+const startSessionSchema = z.strictObject(startSessionFields);
 
 /** Start a session stream with its header; the same header again is a no-op, another one a conflict. */
 export async function startSession(
@@ -87,7 +88,7 @@ export async function startSession(
   project_id: string,
   input: StartSessionInput,
 ): Promise<SessionHeader> {
-  const parsed = parseRecord(z.strictObject(startSessionFields), input, 'session');
+  const parsed = parseRecord(startSessionSchema, input, 'session');
   if (parsed.workspace !== undefined && !parsed.workspace.startsWith('/')) {
     throw new BatonError('invalid_input', 'a session workspace is an absolute path', {
       workspace: parsed.workspace,
@@ -381,8 +382,16 @@ export const reassignFields = {
 
 type Input<F extends z.ZodRawShape> = z.output<z.ZodObject<F>>;
 
+/** The strict object schema of each field set, built once: zod compiles a schema on its first use. */
+const strictSchemas = new WeakMap<z.ZodRawShape, z.ZodType>();
+
 function parse<F extends z.ZodRawShape>(fields: F, input: unknown, what: string): Input<F> {
-  return parseRecord(z.strictObject(fields), input, what);
+  let schema = strictSchemas.get(fields);
+  if (!schema) {
+    schema = z.strictObject(fields);
+    strictSchemas.set(fields, schema);
+  }
+  return parseRecord(schema, input, what) as Input<F>;
 }
 
 /** Create a validated contract; it waits for input when an assumption needs confirmation. */
