@@ -4,9 +4,8 @@
  * secret or the CSRF secret, while the lines themselves are there and parse as JSON.
  */
 /* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access -- reply bodies are parsed JSON, read only in assertions */
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inputs, seedWorkstream, startHarness, type HttpHarness } from './helpers/http.ts';
+import { inputs, seedWorkstream, startHarness, traceLogging, type HttpHarness } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
 
 describe('logs', () => {
@@ -14,26 +13,7 @@ describe('logs', () => {
   let h: HttpHarness;
 
   beforeAll(async () => {
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-        done();
-      },
-    });
-    h = await startHarness(backends[0]!, {
-      logger: {
-        level: 'trace',
-        stream,
-        serializers: {
-          // Stricter than Fastify's default, which leaves headers out: log them all.
-          req: (request: { method: string; url: string; headers: unknown }) => ({
-            method: request.method,
-            url: request.url,
-            headers: request.headers,
-          }),
-        },
-      },
-    });
+    h = await startHarness(backends[0]!, traceLogging(lines));
   });
   afterAll(() => h.dispose());
 

@@ -5,6 +5,7 @@
  */
 /* eslint-disable @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-return -- reply bodies are parsed JSON, read only in assertions */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Writable } from 'node:stream';
 import { createToken } from '../../src/app/auth.ts';
 import type { AppDeps } from '../../src/app/deps.ts';
 import { systemClock } from '../../src/core/clock.ts';
@@ -268,4 +269,30 @@ export async function snapshotHeads(store: Store, project: string): Promise<Reco
     }
   }
   return heads;
+}
+
+/**
+ * Server options that log every request at trace level, headers included (stricter than
+ * Fastify's default, which leaves headers out), into `lines`, one JSON text per entry.
+ */
+export function traceLogging(lines: string[]): Pick<ServeOptions, 'logger'> {
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return {
+    logger: {
+      level: 'trace',
+      stream,
+      serializers: {
+        req: (request: { method: string; url: string; headers: unknown }) => ({
+          method: request.method,
+          url: request.url,
+          headers: request.headers,
+        }),
+      },
+    },
+  };
 }
