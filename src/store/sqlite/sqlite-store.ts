@@ -319,7 +319,7 @@ export class SqliteStore implements Store {
     }
     // The transaction ends here (or SQLite ended it after an I/O error or a full disk), and
     // with it every write of the group.
-    if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+    this.#rollback();
     if (this.#batch === batch) this.#batch = undefined;
     const lost = translateSqliteError(error);
     for (const waiter of batch) waiter.reject(lost);
@@ -332,12 +332,21 @@ export class SqliteStore implements Store {
     try {
       this.#db.exec('COMMIT');
     } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      this.#rollback();
       const failure = translateSqliteError(error);
       for (const waiter of batch) waiter.reject(failure);
       return;
     }
     for (const waiter of batch) waiter.resolve();
+  }
+
+  /** End an open transaction without its writes; runs from setImmediate too, so it never throws. */
+  #rollback(): void {
+    try {
+      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+    } catch {
+      // The connection already ended it; nothing of the group is kept either way.
+    }
   }
 
   #project(project_id: string): Project {
