@@ -2,7 +2,8 @@
  * The SQLite store's group commit: the writes of one event-loop turn share one transaction and
  * one COMMIT, yet each keeps its own outcome. A failing write takes nothing else with it; a read
  * never sees a write before its COMMIT (so never one that could still be lost); other processes
- * see every acknowledged write; close commits what is waiting.
+ * see every acknowledged write, and this one theirs, though one turn's reads share a snapshot;
+ * close commits what is waiting.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,6 +105,27 @@ describe('SQLite group commit', () => {
   it('acknowledges a write only once another connection can read it', async () => {
     const receipt = await store.captureSource(scope, { source_id: 'durable', content: 1 });
     expect(committed()).toEqual([{ position: receipt.position, source_id: 'durable' }]);
+  });
+
+  it("reads another process's acknowledged write from the next turn on, though reads share a snapshot", async () => {
+    const ref = (source_id: string) =>
+      ({ scope_id: 'relay', source_id, digest: `sha256:${'0'.repeat(64)}` }) as const;
+    const other = await openSqliteStore({ path });
+    try {
+      // This turn's reads share one read transaction...
+      expect((await store.checkSource('acme', ref('elsewhere'))).status).toBe('unavailable');
+      // ...which ends with the turn: the other store's write, once acknowledged, reads here.
+      const receipt = await other.captureSource(scope, { source_id: 'elsewhere', content: 1 });
+      expect((await store.checkSource('acme', receipt.source_ref)).status).toBe('available');
+      expect((await store.getStream(stream)).head).toBe(1);
+      // And this store's own write reads back at once, whatever snapshot this turn opened.
+      expect((await store.getStream(stream)).head).toBe(1);
+      const own = await store.captureSource(scope, { source_id: 'here', content: 2 });
+      expect((await store.checkSource('acme', own.source_ref)).status).toBe('available');
+      expect((await other.getStream(stream)).head).toBe(2);
+    } finally {
+      await other.close();
+    }
   });
 
   it('commits a waiting group on close', async () => {

@@ -183,6 +183,8 @@ export class SqliteStore implements Store {
   #writing = false;
   /** The writes of the open transaction, waiting for its COMMIT; undefined when none is open. */
   #batch: Waiter[] | undefined;
+  /** True while the reader holds the read transaction this event-loop turn's reads share. */
+  #snapshot = false;
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
@@ -234,6 +236,7 @@ export class SqliteStore implements Store {
 
   /** A prepared statement on the writer inside a write, on the reader outside one. */
   #sql(text: string): StatementSync {
+    if (!this.#writing) this.#openSnapshot();
     const [db, statements] = this.#writing
       ? [this.#db, this.#statements]
       : [this.#reader, this.#readStatements];
@@ -243,6 +246,30 @@ export class SqliteStore implements Store {
       statements.set(text, statement);
     }
     return statement;
+  }
+
+  /**
+   * The reads of one event-loop turn share one read transaction on the reader, so SQLite takes
+   * its WAL read lock (file-lock system calls) once per turn, not once per statement. It ends at
+   * the end of the turn, and before each COMMIT of this store: a write's caller, resumed after
+   * its COMMIT, reads its own write. Another process's commit shows from the next turn on.
+   */
+  #openSnapshot(): void {
+    if (this.#snapshot || this.#reader === this.#db) return;
+    this.#reader.exec('BEGIN');
+    this.#snapshot = true;
+    setImmediate(() => this.#endSnapshot());
+  }
+
+  /** End the turn's read transaction; it wrote nothing, so ending it never loses anything. */
+  #endSnapshot(): void {
+    if (!this.#snapshot) return;
+    this.#snapshot = false;
+    try {
+      if (this.#reader.isTransaction) this.#reader.exec('COMMIT');
+    } catch {
+      // Nothing to keep: the next read begins a new transaction.
+    }
   }
 
   /** Run fn in a transaction of its own, committed before it returns: for opening the database. */
@@ -329,6 +356,7 @@ export class SqliteStore implements Store {
   #commit(batch: Waiter[]): void {
     if (this.#batch !== batch) return;
     this.#batch = undefined;
+    this.#endSnapshot();
     try {
       this.#db.exec('COMMIT');
     } catch (error) {
@@ -835,6 +863,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.#batch) this.#commit(this.#batch);
+    this.#endSnapshot();
     if (this.#reader !== this.#db && this.#reader.isOpen) this.#reader.close();
     if (this.#db.isOpen) this.#db.close();
   }
