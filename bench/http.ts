@@ -43,8 +43,11 @@ ${tmpdir()} at synchronous FULL (the default), then again at NORMAL for comparis
 each route, the same app operation is called directly in a loop (no HTTP) for up to 5 s, to
 show the ceiling the store itself sets. Last, capture_source runs once more with the store's
 write replaced by a constant receipt, to show what the HTTP layer alone costs.
-Hello-world is measured before and after, and the mean is the baseline. Prints requests/s
-and p99 latency of each and its ratio to hello-world; exits 1 when a route at FULL is under
+Hello-world is measured before every Baton run and after the last, and the mean of those runs
+is the baseline (on a shared machine one run can differ from the next by half). Prints requests/s,
+p99 latency and the server's busy event-loop time per request (its CPU cost, which does not
+depend on how fast the load generator keeps up) of each, its ratio to hello-world in requests/s
+and in busy time per request (hello-world's over the route's); exits 1 when a route at FULL is under
 ${target} of hello-world, or any request fails. Progress goes to stderr; databases are removed.`;
 
 type ServerSpec =
@@ -66,6 +69,8 @@ interface Measured {
   readonly name: string;
   readonly rps: number;
   readonly p99: number;
+  /** The server's busy event-loop time per request, in microseconds. */
+  readonly busy_us: number;
   readonly failures: number;
 }
 
@@ -130,10 +135,23 @@ async function serve(spec: ServerSpec): Promise<{ started: Started; stop(): Prom
   };
 }
 
+/** What the main thread asks a server worker: mark the start of a run, its busy time since, stop. */
+type Control = 'mark' | 'busy' | 'stop';
+
 if (!isMainThread) {
   const running = await serve(workerData as ServerSpec);
-  parentPort!.once('message', () => {
-    void running.stop().then(() => parentPort!.close());
+  let mark = performance.eventLoopUtilization();
+  parentPort!.on('message', (message: Control) => {
+    if (message === 'mark') {
+      mark = performance.eventLoopUtilization();
+      parentPort!.postMessage({ marked: true });
+    } else if (message === 'busy') {
+      // The time the server's event loop was not idle since the mark: its CPU cost, which does
+      // not depend on how fast the load generator on the other core keeps up.
+      parentPort!.postMessage({ busy_ms: performance.eventLoopUtilization(mark).active });
+    } else {
+      void running.stop().then(() => parentPort!.close());
+    }
   });
   parentPort!.postMessage(running.started);
 }
@@ -141,7 +159,13 @@ if (!isMainThread) {
 // ---------------------------------------------------------------------------------------------
 // The main side: start a server, load it, stop it.
 
-async function withServer<T>(spec: ServerSpec, use: (started: Started) => Promise<T>): Promise<T> {
+interface Running {
+  readonly started: Started;
+  /** Send a control message and wait for the worker's answer. */
+  readonly ask: (message: 'mark' | 'busy') => Promise<{ busy_ms?: number }>;
+}
+
+async function withServer<T>(spec: ServerSpec, use: (running: Running) => Promise<T>): Promise<T> {
   const worker = new Worker(fileURLToPath(import.meta.url), { workerData: spec });
   const exited = new Promise<void>((resolve, reject) => {
     worker.once('error', reject);
@@ -153,10 +177,15 @@ async function withServer<T>(spec: ServerSpec, use: (started: Started) => Promis
       throw new Error('the server worker exited before it started');
     }),
   ]);
+  const ask = (message: 'mark' | 'busy') =>
+    new Promise<{ busy_ms?: number }>((resolve) => {
+      worker.once('message', resolve);
+      worker.postMessage(message satisfies Control);
+    });
   try {
-    return await use(started);
+    return await use({ started, ask });
   } finally {
-    worker.postMessage('stop');
+    worker.postMessage('stop' satisfies Control);
     await exited;
   }
 }
@@ -219,20 +248,23 @@ async function measure(
   route: 'hello' | 'capture' | 'acknowledge',
   options: { duration: number; connections: number },
 ): Promise<Measured> {
-  return withServer(spec, async (started) => {
+  return withServer(spec, async ({ started, ask }) => {
     process.stderr.write(`${name}: warming up\n`);
     await drive(started.url, loadFor(route, started, 'warm'), 2, options.connections);
     process.stderr.write(`${name}: measuring for ${options.duration} s\n`);
+    await ask('mark');
     const result = await drive(
       started.url,
       loadFor(route, started, 'run'),
       options.duration,
       options.connections,
     );
+    const { busy_ms = 0 } = await ask('busy');
     return {
       name,
       rps: result.requests.average,
       p99: result.latency.p99,
+      busy_us: (busy_ms * 1000) / Math.max(1, result.requests.total),
       failures: result.non2xx + result.errors + result.timeouts,
     };
   });
@@ -290,7 +322,8 @@ async function measureDirect(
 function line(result: Measured, hello?: number): string {
   const ratio = hello === undefined ? '' : `  ratio ${(result.rps / hello).toFixed(2)}`;
   const failed = result.failures > 0 ? `  FAILED REQUESTS ${result.failures}` : '';
-  return `${result.name.padEnd(34)} ${Math.round(result.rps).toLocaleString('en-US').padStart(8)} req/s  p99 ${String(result.p99).padStart(4)} ms${ratio}${failed}`;
+  const busy = `${result.busy_us.toFixed(0).padStart(4)} µs busy/req`;
+  return `${result.name.padEnd(34)} ${Math.round(result.rps).toLocaleString('en-US').padStart(8)} req/s  p99 ${String(result.p99).padStart(4)} ms  ${busy}${ratio}${failed}`;
 }
 
 async function main(): Promise<number> {
@@ -330,14 +363,21 @@ async function main(): Promise<number> {
   let passed = true;
   try {
     const hello = { kind: 'hello' } as const;
-    const before = await measure('hello-world (before)', hello, 'hello', options);
-    console.log(line(before));
+    // Hello-world runs before every Baton run and once after the last: on a shared machine its
+    // rate moves by half from one run to the next, and the baseline is the mean of them all.
+    const hellos: Measured[] = [];
+    const helloRun = async () => {
+      const result = await measure(`hello-world (run ${hellos.length + 1})`, hello, 'hello', options);
+      hellos.push(result);
+      console.log(line(result));
+    };
     const results: { sync: SqliteSynchronous; result: Measured }[] = [];
     const ceilings: string[] = [];
     for (const synchronous of ['full', 'normal'] as const) {
       for (const route of ['capture', 'acknowledge'] as const) {
         const spec = { kind: 'baton', path: join(dir, `${synchronous}-${route}.db`), synchronous } as const;
         const name = `${route === 'capture' ? 'capture_source' : 'acknowledge_handoff'} (${synchronous.toUpperCase()})`;
+        await helloRun();
         results.push({ sync: synchronous, result: await measure(name, spec, route, options) });
         process.stderr.write(`${name}: the same operation without HTTP, for ${Math.min(duration, 5)} s\n`);
         const direct = await measureDirect(
@@ -351,26 +391,36 @@ async function main(): Promise<number> {
         );
       }
     }
+    await helloRun();
     const constant = await measure(
       'capture_source, no store write',
       { kind: 'baton', path: join(dir, 'constant.db'), synchronous: 'normal', constantReceipts: true },
       'capture',
       options,
     );
-    const after = await measure('hello-world (after)', hello, 'hello', options);
-    console.log(line(after));
-    const baseline = (before.rps + after.rps) / 2;
+    await helloRun();
+    const rates = hellos.map((result) => result.rps);
+    const baseline = rates.reduce((sum, rps) => sum + rps, 0) / rates.length;
+    const helloBusy = hellos.reduce((sum, result) => sum + result.busy_us, 0) / hellos.length;
+    const spread = `${Math.round(Math.min(...rates)).toLocaleString('en-US')} to ${Math.round(Math.max(...rates)).toLocaleString('en-US')}`;
     console.log(
-      `${'hello-world baseline (mean)'.padEnd(34)} ${Math.round(baseline).toLocaleString('en-US').padStart(8)} req/s\n`,
+      `${`hello-world baseline (mean of ${rates.length})`.padEnd(34)} ${Math.round(baseline).toLocaleString('en-US').padStart(8)} req/s  (runs from ${spread})`,
     );
+    console.log(
+      `${'hello-world busy time (mean)'.padEnd(34)} ${helloBusy.toFixed(1).padStart(8)} µs per request\n`,
+    );
+    if (hellos.some((result) => result.failures > 0)) passed = false;
+    const cost = (result: Measured) => `  cost ratio ${(helloBusy / result.busy_us).toFixed(2)}`;
     for (const { sync, result } of results) {
       const ok = result.failures === 0 && result.rps / baseline >= target;
       const verdict = sync === 'full' ? (ok ? '  PASS' : '  FAIL') : '  (for comparison)';
       if (sync === 'full' && !ok) passed = false;
       if (result.failures > 0) passed = false;
-      console.log(`${line(result, baseline)}${verdict}`);
+      console.log(`${line(result, baseline)}${cost(result)}${verdict}`);
     }
-    console.log(`${line(constant, baseline)}  (the HTTP layer alone: auth, validation, routing)`);
+    console.log(
+      `${line(constant, baseline)}${cost(constant)}  (the HTTP layer alone: auth, validation, routing)`,
+    );
     console.log(`\nThe store's own ceiling, for context:\n${ceilings.join('\n')}`);
     console.log(`\ntarget: each route at FULL >= ${target} of hello-world: ${passed ? 'PASS' : 'FAIL'}`);
   } finally {

@@ -128,6 +128,47 @@ describe('SQLite group commit', () => {
     }
   });
 
+  it('reads a lookup once per turn, and again after a COMMIT: revoked tokens, retracted sources', async () => {
+    const token_hash = '1'.repeat(64);
+    const token = await store.createToken({
+      token_id: 'tok-1',
+      project_id: 'acme',
+      token_hash,
+      read_only: false,
+      label: 'test',
+    });
+    const receipt = await store.captureSource(scope, { source_id: 'secret', content: 'x' });
+    // Two lookups in one turn answer alike...
+    const [first, second] = await Promise.all([store.findToken(token_hash), store.findToken(token_hash)]);
+    expect(first?.token_id).toBe(token.token_id);
+    expect(second).toEqual(first);
+    expect((await store.checkSource('acme', receipt.source_ref)).status).toBe('available');
+    // ...and a COMMIT makes them read again, in the same turn as the caller resumes.
+    await store.revokeToken('acme', token.token_id);
+    expect(await store.findToken(token_hash)).toBeUndefined();
+    await store.retractSource(scope, 'secret', 'leaked');
+    expect(await store.checkSource('acme', receipt.source_ref)).toMatchObject({
+      status: 'unavailable',
+      reason: 'retracted',
+    });
+    expect(await store.revisionHead(scope)).toBe(0);
+  });
+
+  it("lets a write read its group's earlier writes, never the turn's remembered lookups", async () => {
+    // This turn's snapshot remembers head 0...
+    expect(await store.revisionHead(scope)).toBe(0);
+    const outcomes = await Promise.allSettled([
+      store.commitRevision(scope, 0, { n: 1 }),
+      store.commitRevision(scope, 0, { n: 2 }),
+    ]);
+    // ...but the second commit of the group reads the head the first one wrote.
+    expect(outcomes[0]).toMatchObject({ status: 'fulfilled', value: { revision: 1 } });
+    expect(outcomes[1]).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'revision_conflict', data: { actual_head: 1 } },
+    });
+  });
+
   it('commits a waiting group on close', async () => {
     const pending = store.captureSource(scope, { source_id: 'last', content: 1 });
     await store.close();

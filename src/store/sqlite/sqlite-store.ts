@@ -115,6 +115,9 @@ interface Waiter {
 /** A group's size limit: past it, the group commits without waiting for the end of the turn. */
 const maxGroupCommit = 512;
 
+/** How many looked-up rows one snapshot remembers at most. */
+const maxSnapshotRows = 4096;
+
 interface RevisionRow {
   readonly revision: number;
   readonly prepared_digest: string;
@@ -185,6 +188,8 @@ export class SqliteStore implements Store {
   #batch: Waiter[] | undefined;
   /** True while the reader holds the read transaction this event-loop turn's reads share. */
   #snapshot = false;
+  /** The rows looked up in the current snapshot, by statement and key; it never changes. */
+  readonly #snapshotRows = new Map<string, unknown>();
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
@@ -265,11 +270,29 @@ export class SqliteStore implements Store {
   #endSnapshot(): void {
     if (!this.#snapshot) return;
     this.#snapshot = false;
+    this.#snapshotRows.clear();
     try {
       if (this.#reader.isTransaction) this.#reader.exec('COMMIT');
     } catch {
       // Nothing to keep: the next read begins a new transaction.
     }
+  }
+
+  /**
+   * One row by key (undefined when none): on the writer inside a write; outside one, read once
+   * per snapshot. A snapshot never changes, so the same lookup again in the same turn (sixteen
+   * requests authenticating with one token and citing the same sources) gives the same row,
+   * frozen, because every caller shares it.
+   */
+  #lookup(text: string, ...key: (string | number)[]): unknown {
+    const statement = this.#sql(text);
+    if (this.#writing || !this.#snapshot) return statement.get(...key);
+    const remembered = `${text}\u0000${JSON.stringify(key)}`;
+    if (this.#snapshotRows.has(remembered)) return this.#snapshotRows.get(remembered);
+    const row = statement.get(...key);
+    if (this.#snapshotRows.size < maxSnapshotRows)
+      this.#snapshotRows.set(remembered, row && Object.freeze(row));
+    return row;
   }
 
   /** Run fn in a transaction of its own, committed before it returns: for opening the database. */
@@ -586,7 +609,8 @@ export class SqliteStore implements Store {
     const row =
       stream_id === undefined
         ? undefined
-        : (this.#sql(`SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND source_id = ?`).get(
+        : (this.#lookup(
+            `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND source_id = ?`,
             stream_id,
             exact.source_id,
           ) as EntryRow | undefined);
@@ -643,7 +667,8 @@ export class SqliteStore implements Store {
     const id = checkProjectId(project_id);
     const exact = checkDigest(digest);
     this.#project(id);
-    const row = this.#sql('SELECT body FROM prepared_handoffs WHERE project_id = ? AND digest = ?').get(
+    const row = this.#lookup(
+      'SELECT body FROM prepared_handoffs WHERE project_id = ? AND digest = ?',
       id,
       exact,
     ) as { body: string } | undefined;
@@ -678,7 +703,8 @@ export class SqliteStore implements Store {
   }
 
   #revisionHead(stream_id: number): number {
-    const row = this.#sql('SELECT max(revision) AS head FROM handoff_revisions WHERE stream_id = ?').get(
+    const row = this.#lookup(
+      'SELECT max(revision) AS head FROM handoff_revisions WHERE stream_id = ?',
       stream_id,
     ) as {
       head: number | null;
@@ -710,7 +736,8 @@ export class SqliteStore implements Store {
     const row =
       stream_id === undefined
         ? undefined
-        : (this.#sql('SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision = ?').get(
+        : (this.#lookup(
+            'SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision = ?',
             stream_id,
             number,
           ) as RevisionRow | undefined);
@@ -802,7 +829,8 @@ export class SqliteStore implements Store {
   }
 
   async findToken(token_hash: string): Promise<TokenRecord | undefined> {
-    const row = this.#sql('SELECT * FROM tokens WHERE token_hash = ? AND revoked_at IS NULL').get(
+    const row = this.#lookup(
+      'SELECT * FROM tokens WHERE token_hash = ? AND revoked_at IS NULL',
       checkHash(token_hash),
     ) as TokenRow | undefined;
     return row && rowToToken(row);
