@@ -261,7 +261,7 @@ export class SqliteStore implements Store {
    */
   #openSnapshot(): void {
     if (this.#snapshot || this.#reader === this.#db) return;
-    this.#reader.exec('BEGIN');
+    if (!this.#reader.isTransaction) this.#reader.exec('BEGIN');
     this.#snapshot = true;
     setImmediate(() => this.#endSnapshot());
   }
@@ -274,7 +274,12 @@ export class SqliteStore implements Store {
     try {
       if (this.#reader.isTransaction) this.#reader.exec('COMMIT');
     } catch {
-      // Nothing to keep: the next read begins a new transaction.
+      // Nothing to keep: end it any way it ends, so that the next turn reads afresh.
+      try {
+        if (this.#reader.isTransaction) this.#reader.exec('ROLLBACK');
+      } catch {
+        // The next snapshot reuses the transaction left open, rather than fail every read.
+      }
     }
   }
 
