@@ -45,8 +45,9 @@ show the ceiling the store itself sets. Last, capture_source runs once more with
 write replaced by a constant receipt, to show what the HTTP layer alone costs.
 Hello-world is measured before every Baton run and after the last, and the mean of those runs
 is the baseline (on a shared machine one run can differ from the next by half). Prints requests/s,
-p99 latency and the server's busy event-loop time per request (its CPU cost, which does not
-depend on how fast the load generator keeps up) of each, its ratio to hello-world in requests/s
+p99 latency and the server's busy event-loop time per request (its own cost, at FULL with the
+wait for the flush inside COMMIT, which does not depend on how fast the load generator keeps
+up) of each, its ratio to hello-world in requests/s
 and in busy time per request (hello-world's over the route's); exits 1 when a route at FULL is under
 ${target} of hello-world, or any request fails. Progress goes to stderr; databases are removed.`;
 
@@ -146,8 +147,8 @@ if (!isMainThread) {
       mark = performance.eventLoopUtilization();
       parentPort!.postMessage({ marked: true });
     } else if (message === 'busy') {
-      // The time the server's event loop was not idle since the mark: its CPU cost, which does
-      // not depend on how fast the load generator on the other core keeps up.
+      // The time the server's event loop was not idle since the mark (computing, or blocked in
+      // a flush inside COMMIT): its own cost, whatever pace the load generator keeps.
       parentPort!.postMessage({ busy_ms: performance.eventLoopUtilization(mark).active });
     } else {
       void running.stop().then(() => parentPort!.close());
