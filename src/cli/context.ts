@@ -26,8 +26,11 @@ export interface Context {
   readonly cwd: string;
   /** Print text, or the value as JSON with --json. */
   readonly print: (value: unknown, human: () => string) => void;
-  /** The local store, opened once. */
-  store(): Promise<Store>;
+  /**
+   * The local store, opened once: the first call decides how. A server asks for SQLite's
+   * writer thread, so that its event loop never waits for a COMMIT.
+   */
+  store(options?: { readonly writerThread?: boolean }): Promise<Store>;
   /** The server when --server or BATON_SERVER is set, else the local store. */
   transport(): Promise<Transport>;
   /** The project a local command works on: --project, else the binding's, else "default". */
@@ -56,8 +59,8 @@ export function createContext(values: Values, positionals: readonly string[], io
     print(value, human) {
       io.out(values.json === true ? `${JSON.stringify(value, null, 2)}\n` : human());
     },
-    store() {
-      store ??= openStore(parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL));
+    store(options = {}) {
+      store ??= openStore(parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL), options);
       return store;
     },
     binding() {

@@ -24,9 +24,24 @@ export function parseStoreLocation(value: string | undefined): StoreLocation {
   return { backend: 'sqlite', path: text };
 }
 
-export async function openStore(location: StoreLocation, options: { clock?: Clock } = {}): Promise<Store> {
+export interface OpenOptions {
+  readonly clock?: Clock;
+  /**
+   * For a long-running server: SQLite's writes run on a writer thread of their own, so the
+   * server's event loop never waits for a COMMIT (docs/sqlite-writer-thread.md). PostgreSQL
+   * ignores it. The writer thread keeps the system clock.
+   */
+  readonly writerThread?: boolean;
+}
+
+export async function openStore(location: StoreLocation, options: OpenOptions = {}): Promise<Store> {
   if (location.backend === 'sqlite') {
-    return openSqliteStore({ path: location.path, synchronous: location.synchronous, clock: options.clock });
+    const sqlite = { path: location.path, synchronous: location.synchronous, clock: options.clock };
+    if (options.writerThread === true) {
+      const { openThreadedSqliteStore } = await import('./sqlite/threaded-store.ts');
+      return openThreadedSqliteStore(sqlite);
+    }
+    return openSqliteStore(sqlite);
   }
   const { openPostgresStore } = await import('./postgres/postgres-store.ts');
   return openPostgresStore({ url: location.url, schema: location.schema, clock: options.clock });

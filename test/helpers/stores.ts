@@ -1,12 +1,14 @@
 /**
- * The backends a test runs on: SQLite always, PostgreSQL when BATON_TEST_POSTGRES_URL is set
- * (each opened store gets a fresh schema, dropped on dispose).
+ * The backends a test runs on: SQLite always, both ways it writes (inline, as the CLI and the
+ * library open it, and on a writer thread, as `baton serve` opens it), and PostgreSQL when
+ * BATON_TEST_POSTGRES_URL is set (each opened store gets a fresh schema, dropped on dispose).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { openThreadedSqliteStore } from '../../src/store/sqlite/threaded-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { dropSchema, freshSchemaName, postgresUrl } from './postgres.ts';
 
@@ -16,24 +18,28 @@ export interface OpenedStore {
 }
 
 export interface Backend {
-  readonly name: 'sqlite' | 'postgres';
+  readonly name: 'sqlite' | 'sqlite-thread' | 'postgres';
   open(): Promise<OpenedStore>;
 }
 
-const sqlite: Backend = {
-  name: 'sqlite',
-  async open() {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-test-'));
-    const store = await openSqliteStore({ path: join(dir, 'baton.db'), synchronous: 'normal' });
-    return {
-      store,
-      async dispose() {
-        await store.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  },
-};
+function sqliteBackend(name: 'sqlite' | 'sqlite-thread'): Backend {
+  return {
+    name,
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), 'baton-test-'));
+      const options = { path: join(dir, 'baton.db'), synchronous: 'normal' } as const;
+      const store =
+        name === 'sqlite' ? await openSqliteStore(options) : await openThreadedSqliteStore(options);
+      return {
+        store,
+        async dispose() {
+          await store.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  };
+}
 
 const postgres: Backend = {
   name: 'postgres',
@@ -51,7 +57,8 @@ const postgres: Backend = {
 };
 
 /** The backends to run on here; PostgreSQL is missing (and said so) without its URL. */
-export const backends: readonly Backend[] = postgresUrl ? [sqlite, postgres] : [sqlite];
+const sqlite = [sqliteBackend('sqlite'), sqliteBackend('sqlite-thread')];
+export const backends: readonly Backend[] = postgresUrl ? [...sqlite, postgres] : sqlite;
 
 /** The same store with some methods replaced; the others still run on the real one. */
 export function withOverrides(store: Store, overrides: Partial<Store>): Store {

@@ -155,6 +155,8 @@ describe('the receiver side, the continuity footer and the revision trail', () =
     const continuity = await web.client.continuity('relay');
     expect(continuity.transfer_state).toBe('declined');
     expect(continuity.outcome_state).toBe('not_expected');
+    // The footer re-reads the continuity after the receipt is recorded.
+    await page.locator('.afterward [data-state="declined"]').waitFor();
     expect(await page.locator('.afterward [data-state]').allTextContents()).toEqual([
       'declined',
       'not expected',
@@ -182,6 +184,7 @@ describe('the receiver side, the continuity footer and the revision trail', () =
     expect(await form.textContent()).toContain(
       `Linked to the accepted receipt ${active?.source_id} of revision 1.`,
     );
+    await footer.locator('[data-state="accepted"]').waitFor();
     expect(await footer.locator('[data-state]').allTextContents()).toEqual(['accepted', 'awaiting outcome']);
 
     await form.getByRole('combobox', { name: 'Result' }).selectOption('partial');

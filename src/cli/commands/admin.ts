@@ -64,6 +64,8 @@ const listenHelp = `  --host HOST           default 127.0.0.1; listening beyond 
 /** Serve the HTTP API until SIGINT or SIGTERM, then shut down gracefully. */
 async function serveUntilStopped(context: Context, announce: (url: string) => string): Promise<void> {
   const { startServer } = await import('../../http/server.ts');
+  // Opened here first unless start opened it already, which asks for the writer thread too.
+  await context.store({ writerThread: true });
   const host = text(context.values, 'host');
   const port = whole(context.values, 'port');
   const server = await startServer({
@@ -174,10 +176,12 @@ ${databaseHelp}`,
   },
   async run(context) {
     const project_id = checkedProject(await context.project());
-    if (context.values['no-serve'] !== true) await commandConfig(context);
+    const serving = context.values['no-serve'] !== true;
+    if (serving) await commandConfig(context);
+    if (serving) await context.store({ writerThread: true });
     const app = await deps(context);
     await app.store.createProject(project_id);
-    if (context.values['no-serve'] === true) {
+    if (!serving) {
       context.io.out(`Baton ledger ready on ${app.store.backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}.\n`);
       await printStatus(app.store, context.io);
       context.io.out(

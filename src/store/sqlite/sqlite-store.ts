@@ -266,6 +266,14 @@ export class SqliteStore implements Store {
     setImmediate(() => this.#endSnapshot());
   }
 
+  /**
+   * Let the next read see every commit made so far, by this process's writer thread or any other
+   * connection: ends this turn's snapshot early.
+   */
+  refresh(): void {
+    this.#endSnapshot();
+  }
+
   /** End the turn's read transaction; it wrote nothing, so ending it never loses anything. */
   #endSnapshot(): void {
     if (!this.#snapshot) return;
