@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
 import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 
 const stream = { project_id: 'acme', kind: 'scope', scope_id: 'relay' } as const;
@@ -123,6 +124,25 @@ describe('SQLite group commit', () => {
       const own = await store.captureSource(scope, { source_id: 'here', content: 2 });
       expect((await store.checkSource('acme', own.source_ref)).status).toBe('available');
       expect((await other.getStream(stream)).head).toBe(2);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('remembers a committed revision and prepared body, and reads a missing one again', async () => {
+    const other = await openSqliteStore({ path });
+    try {
+      await store.captureSource(scope, { source_id: 'first', content: 1 });
+      await expectBatonError(store.getRevision(scope, 1), 'not_found');
+      await expectBatonError(store.getPrepared('acme', `sha256:${'a'.repeat(64)}`), 'not_found');
+      const revision = await other.commitRevision(scope, 0, { schema: 'test', n: 1 });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await store.getRevision(scope, 1)).toEqual(revision);
+      expect(await store.getPrepared('acme', revision.prepared_digest)).toEqual({ schema: 'test', n: 1 });
+      // Each answer is the caller's own: changing one changes nothing remembered.
+      const body = (await store.getPrepared('acme', revision.prepared_digest)) as Record<string, unknown>;
+      body.n = 2;
+      expect(await store.getPrepared('acme', revision.prepared_digest)).toEqual({ schema: 'test', n: 1 });
     } finally {
       await other.close();
     }

@@ -118,6 +118,9 @@ const maxGroupCommit = 512;
 /** How many looked-up rows one snapshot remembers at most. */
 const maxSnapshotRows = 4096;
 
+/** How many rows that never change once committed (revisions, prepared bodies) are remembered. */
+const maxSettledRows = 1024;
+
 interface RevisionRow {
   readonly revision: number;
   readonly prepared_digest: string;
@@ -190,6 +193,8 @@ export class SqliteStore implements Store {
   #snapshot = false;
   /** The rows looked up in the current snapshot, by statement and key; it never changes. */
   readonly #snapshotRows = new Map<string, unknown>();
+  /** Committed rows that never change again, by statement and key, across snapshots. */
+  readonly #settledRows = new Map<string, unknown>();
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
@@ -305,6 +310,25 @@ export class SqliteStore implements Store {
     const row = statement.get(...key);
     if (this.#snapshotRows.size < maxSnapshotRows)
       this.#snapshotRows.set(remembered, row && Object.freeze(row));
+    return row;
+  }
+
+  /**
+   * A row that never changes once committed (a handoff revision, a prepared body: neither is
+   * ever updated or deleted), remembered across snapshots once read outside a write. A missing
+   * row is read again each time: it may be committed later. Not for :memory:, whose one
+   * connection also shows writes still waiting for their COMMIT.
+   */
+  #lookupSettled(text: string, ...key: (string | number)[]): unknown {
+    if (this.#writing || this.#reader === this.#db) return this.#lookup(text, ...key);
+    const remembered = `${text}\u0000${JSON.stringify(key)}`;
+    const known = this.#settledRows.get(remembered);
+    if (known !== undefined) return known;
+    const row = this.#lookup(text, ...key);
+    if (row !== undefined) {
+      if (this.#settledRows.size >= maxSettledRows) this.#settledRows.clear();
+      this.#settledRows.set(remembered, Object.freeze(row));
+    }
     return row;
   }
 
@@ -680,7 +704,7 @@ export class SqliteStore implements Store {
     const id = checkProjectId(project_id);
     const exact = checkDigest(digest);
     this.#project(id);
-    const row = this.#lookup(
+    const row = this.#lookupSettled(
       'SELECT body FROM prepared_handoffs WHERE project_id = ? AND digest = ?',
       id,
       exact,
@@ -749,7 +773,7 @@ export class SqliteStore implements Store {
     const row =
       stream_id === undefined
         ? undefined
-        : (this.#lookup(
+        : (this.#lookupSettled(
             'SELECT * FROM handoff_revisions WHERE stream_id = ? AND revision = ?',
             stream_id,
             number,

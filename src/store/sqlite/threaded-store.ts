@@ -36,7 +36,7 @@ import type {
   TokenRecord,
 } from '../store.ts';
 import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.ts';
-import type { WriterError, WriterReply, WriterRequest, WriteMethod } from './writer-protocol.ts';
+import type { WriterBatch, WriterError, WriterRequest, WriteMethod } from './writer-protocol.ts';
 
 interface Waiter {
   resolve(value: unknown): void;
@@ -89,11 +89,11 @@ export async function openThreadedSqliteStore(options: SqliteStoreOptions): Prom
     name: 'baton-sqlite-writer',
   });
   let listening: {
-    message: (reply: WriterReply) => void;
+    message: (batch: WriterBatch) => void;
     error: (error: Error) => void;
     exit: (code: number) => void;
   };
-  const started = await new Promise<WriterReply>((resolve, reject) => {
+  const started = await new Promise<WriterBatch>((resolve, reject) => {
     listening = {
       message: resolve,
       error: reject,
@@ -104,9 +104,10 @@ export async function openThreadedSqliteStore(options: SqliteStoreOptions): Prom
     // Only these: the Worker's own listeners start and stop the delivery of messages.
     worker.off('message', listening.message).off('error', listening.error).off('exit', listening.exit);
   });
-  if ('error' in started) {
+  const ready = started.replies[0];
+  if (ready && 'error' in ready) {
     await worker.terminate();
-    throw rebuild(started.error);
+    throw rebuild(ready.error);
   }
   let reader: SqliteStore;
   try {
@@ -132,7 +133,7 @@ export class ThreadedSqliteStore implements Store {
   constructor(reader: SqliteStore, worker: Worker) {
     this.#reader = reader;
     this.#worker = worker;
-    worker.on('message', (reply: WriterReply) => this.#receive(reply));
+    worker.on('message', (batch: WriterBatch) => this.#receive(batch));
     worker.on('error', (error: Error) => this.#stop(`it failed: ${error.message}`));
     worker.on('exit', (code) => this.#stop(`it exited (${code})`));
     // An idle store does not keep the process alive; a write in flight does.
@@ -145,11 +146,12 @@ export class ThreadedSqliteStore implements Store {
     this.#waiting.clear();
   }
 
+  /** Send a request at once: the thread groups what reaches it in one turn of its own loop. */
   #send(request: WriterRequest): Promise<unknown> {
     if (this.#stopped) return Promise.reject(this.#stopped);
     return new Promise((resolve, reject) => {
       try {
-        this.#worker.postMessage(request);
+        this.#worker.postMessage([request]);
       } catch (error) {
         // Only values JSON could carry cross: anything else (a function, a symbol) is refused here.
         reject(
@@ -169,13 +171,18 @@ export class ThreadedSqliteStore implements Store {
     return this.#send({ id: this.#next++, method, args }) as Promise<T>;
   }
 
-  #receive(reply: WriterReply): void {
-    const waiter = this.#waiting.get(reply.id);
-    this.#waiting.delete(reply.id);
+  #settle(id: number, settle: (waiter: Waiter) => void): void {
+    const waiter = this.#waiting.get(id);
+    if (!waiter) return;
+    this.#waiting.delete(id);
     if (this.#waiting.size === 0) this.#worker.unref();
-    // The write committed: the reads that follow see it, not this turn's older snapshot.
+    settle(waiter);
+  }
+
+  #receive(batch: WriterBatch): void {
+    // The writes committed: the reads that follow see them, not this turn's older snapshot.
     this.#reader.refresh();
-    for (const change of reply.changes ?? []) {
+    for (const change of batch.changes ?? []) {
       for (const listener of this.#listeners) {
         try {
           listener(change);
@@ -184,9 +191,11 @@ export class ThreadedSqliteStore implements Store {
         }
       }
     }
-    if (!waiter) return;
-    if ('error' in reply) waiter.reject(rebuild(reply.error));
-    else waiter.resolve(reply.result);
+    for (const reply of batch.replies) {
+      this.#settle(reply.id, (waiter) =>
+        'error' in reply ? waiter.reject(rebuild(reply.error)) : waiter.resolve(reply.result),
+      );
+    }
   }
 
   createProject(project_id: string): Promise<Project> {

@@ -35,6 +35,15 @@ export type WriterError =
   | { readonly baton: false; readonly message: string };
 
 /** Id 0 answers the thread's start: result 'ready', or why the database could not be opened. */
-export type WriterReply = (
-  { readonly id: number; readonly result: unknown } | { readonly id: number; readonly error: WriterError }
-) & { readonly changes?: readonly StreamChange[] };
+export type WriterReply =
+  { readonly id: number; readonly result: unknown } | { readonly id: number; readonly error: WriterError };
+
+/**
+ * What the writer thread sends: answers, and the stream changes made since its last message
+ * (told to listeners before any of these answers is handed on). The main thread sends an
+ * array of WriterRequest: the writes of one of its turns.
+ */
+export interface WriterBatch {
+  readonly replies: readonly WriterReply[];
+  readonly changes?: readonly StreamChange[];
+}

@@ -2,8 +2,8 @@
  * The SQLite writer thread's entry point (see threaded-store.ts): an ordinary SqliteStore on the
  * database file, whose write methods the main thread calls by message. The writes that arrive
  * in one turn of this thread's event loop share one group commit, as they do in one process;
- * the main thread's event loop never waits for a COMMIT or its flush. Each answer carries the
- * stream changes the writes made, for the main thread's listeners.
+ * the main thread's event loop never waits for a COMMIT or its flush. The answers of a group go
+ * back in one message, with the stream changes the writes made, for the main thread's listeners.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { BatonError } from '../../core/errors.ts';
@@ -12,6 +12,7 @@ import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.ts';
 import {
   writeMethods,
   type StreamChange,
+  type WriterBatch,
   type WriterError,
   type WriterReply,
   type WriterRequest,
@@ -24,7 +25,7 @@ try {
   store = new SqliteStore(workerData as SqliteStoreOptions);
 } catch (error) {
   // The database cannot be opened (a newer schema, a path that is not a database): say why.
-  port.postMessage({ id: 0, error: describe(error) } satisfies WriterReply);
+  port.postMessage({ replies: [{ id: 0, error: describe(error) }] } satisfies WriterBatch);
   port.close();
   process.exit(0);
 }
@@ -40,10 +41,19 @@ function describe(error: unknown): WriterError {
   return { baton: false, message: error instanceof Error ? error.message : String(error) };
 }
 
-function answer(reply: WriterReply): void {
-  const told = changes;
+/** The answers not sent yet: a group's answers settle in one run of microtasks and go in one message. */
+let outbox: WriterReply[] = [];
+
+function flush(): void {
+  const batch: WriterBatch = changes.length > 0 ? { replies: outbox, changes } : { replies: outbox };
+  outbox = [];
   changes = [];
-  port.postMessage(told.length > 0 ? { ...reply, changes: told } : reply);
+  port.postMessage(batch);
+}
+
+function answer(reply: WriterReply): void {
+  if (outbox.length === 0) queueMicrotask(flush);
+  outbox.push(reply);
 }
 
 async function call(method: WriteMethod, args: readonly unknown[]): Promise<unknown> {
@@ -51,11 +61,11 @@ async function call(method: WriteMethod, args: readonly unknown[]): Promise<unkn
   return writes[method](...args);
 }
 
-port.on('message', (request: WriterRequest) => {
+function handle(request: WriterRequest): void {
   if (request.method === 'close') {
     void store.close().finally(() => {
       answer({ id: request.id, result: undefined });
-      port.close();
+      queueMicrotask(() => port.close());
     });
     return;
   }
@@ -67,5 +77,10 @@ port.on('message', (request: WriterRequest) => {
     (result) => answer({ id: request.id, result }),
     (error: unknown) => answer({ id: request.id, error: describe(error) }),
   );
+}
+
+// The main thread sends the writes of one of its turns in one message.
+port.on('message', (requests: readonly WriterRequest[]) => {
+  for (const request of requests) handle(request);
 });
-port.postMessage({ id: 0, result: 'ready' } satisfies WriterReply);
+port.postMessage({ replies: [{ id: 0, result: 'ready' }] } satisfies WriterBatch);
