@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonIssue } from '../src/core/json.ts';
+import { deepFreeze, jsonIssue } from '../src/core/json.ts';
 
 describe('jsonIssue', () => {
   it('accepts every JSON value', () => {
@@ -40,5 +40,17 @@ describe('jsonIssue on deep values', () => {
     const issue = jsonIssue(deep);
     expect(issue?.path).toHaveLength(100_000);
     expect(issue?.message).toContain('NaN');
+  });
+});
+
+describe('deepFreeze', () => {
+  it('freezes a value and everything inside it, and returns it', () => {
+    const value = { a: [{ b: 1 }], c: { d: 'x' } };
+    expect(deepFreeze(value)).toBe(value);
+    expect(Object.isFrozen(value.a[0])).toBe(true);
+    expect(Object.isFrozen(value.c)).toBe(true);
+    expect(() => {
+      (value.a as unknown[]).push(2);
+    }).toThrow(TypeError);
   });
 });

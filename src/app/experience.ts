@@ -15,12 +15,13 @@ import {
 } from '../core/continuity/experience.ts';
 import { readWorkEntries, type ValidWorkRecord } from '../core/continuity/projection.ts';
 import { readWorkRecord, workKinds, type WorkContract } from '../core/continuity/records.ts';
-import { parsePreparedHandoff, type PreparedHandoff } from '../core/handoff/prepared.ts';
+import type { PreparedHandoff } from '../core/handoff/prepared.ts';
 import type { Digest } from '../core/canonical.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import { sourceRefSchema, type SourceReceipt, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
+import { readPreparedHandoff } from './handoffs.ts';
 
 /** Entries of the given kinds in a scope; none when the scope has no stream yet. */
 export async function readKinds(
@@ -189,7 +190,7 @@ export async function prepareContext(
     handoff = {
       revision: head,
       digest: revision.prepared_digest,
-      handoff: parsePreparedHandoff(await deps.store.getPrepared(scope.project_id, revision.prepared_digest)),
+      handoff: await readPreparedHandoff(deps.store, scope.project_id, revision.prepared_digest),
       trust: 'untrusted_history',
     };
   }

@@ -5,7 +5,7 @@
  */
 import type { Digest } from '../core/canonical.ts';
 import { BatonError } from '../core/errors.ts';
-import type { JsonObject } from '../core/json.ts';
+import { deepFreeze, type JsonObject } from '../core/json.ts';
 import {
   citationsOf,
   parseHandoffContent,
@@ -23,6 +23,7 @@ import {
 import type { ScopeKey } from '../core/ledger/names.ts';
 import { checkExpectedHead, type Revision } from '../core/ledger/revision.ts';
 import { parseRecord, requireObject } from '../core/records.ts';
+import type { Store } from '../store/store.ts';
 import type { AppDeps } from './deps.ts';
 import { requireReadableEvidence } from './evidence.ts';
 
@@ -34,6 +35,36 @@ export interface ScopeInput {
 export interface PreparedResult {
   readonly digest: Digest;
   readonly prepared_handoff: PreparedHandoff;
+}
+
+/** How many parsed Prepared Handoffs each store's cache holds. */
+const maxParsedHandoffs = 1024;
+
+/** Parsed Prepared Handoffs by store, then project and digest: a stored body never changes. */
+const parsedHandoffs = new WeakMap<Store, Map<string, PreparedHandoff>>();
+
+/**
+ * A stored Prepared Handoff, parsed. Bodies are content-addressed and never updated or deleted,
+ * so one found in a project is parsed once per store and shared, frozen, by every later caller
+ * (Continue, every acknowledgement, the report, prepare_context).
+ */
+export async function readPreparedHandoff(
+  store: Store,
+  project_id: string,
+  digest: Digest,
+): Promise<PreparedHandoff> {
+  let parsed = parsedHandoffs.get(store);
+  if (!parsed) {
+    parsed = new Map();
+    parsedHandoffs.set(store, parsed);
+  }
+  const key = `${project_id}\u0000${digest}`;
+  const known = parsed.get(key);
+  if (known) return known;
+  const handoff = deepFreeze(parsePreparedHandoff(await store.getPrepared(project_id, digest)));
+  if (parsed.size >= maxParsedHandoffs) parsed.clear();
+  parsed.set(key, handoff);
+  return handoff;
 }
 
 function scopeOf(input: ScopeInput): ScopeKey {
@@ -148,7 +179,7 @@ export async function continueHandoff(
   } else {
     exact = { kind: 'prepared', digest: selection.prepared };
   }
-  const handoff = parsePreparedHandoff(await deps.store.getPrepared(scope.project_id, exact.digest));
+  const handoff = await readPreparedHandoff(deps.store, scope.project_id, exact.digest);
   const checks = await checkCitations(scope.scope_id, citationsOf(handoff), (ref) =>
     deps.store.checkSource(scope.project_id, ref),
   );

@@ -1,5 +1,4 @@
 /** read_report: the Handoff Report of a project or one workstream, frozen at the head it read. */
-import { parsePreparedHandoff } from '../core/handoff/prepared.ts';
 import {
   reportRevisionLimit,
   summarize,
@@ -10,6 +9,7 @@ import type { ScopeKey } from '../core/ledger/names.ts';
 import { readContinuity } from './continuity.ts';
 import { freezeSelection } from './selection.ts';
 import type { AppDeps } from './deps.ts';
+import { readPreparedHandoff } from './handoffs.ts';
 
 export interface WorkstreamReportInput {
   readonly project_id: string;
@@ -42,9 +42,7 @@ export async function readWorkstreamReport(
   }
   const revisions = await deps.store.listRevisions(scope, { through, limit: reportRevisionLimit });
   const bodies = await Promise.all(
-    revisions.map(async (revision) =>
-      parsePreparedHandoff(await deps.store.getPrepared(scope.project_id, revision.prepared_digest)),
-    ),
+    revisions.map((revision) => readPreparedHandoff(deps.store, scope.project_id, revision.prepared_digest)),
   );
   const latest = revisions[0]!;
   return {

@@ -98,3 +98,12 @@ export const jsonObjectSchema = z.unknown().superRefine((value, context) => {
   }
   refineJson(value, context);
 }) as unknown as z.ZodType<JsonObject>;
+
+/** Freeze a value and everything in it: for values shared by every caller, which none may change. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}

@@ -219,16 +219,32 @@ export function rowToEntry(stream: StreamKey, row: EntryRow): Entry {
   };
 }
 
+/** The columns that say whether a stored source is readable by an exact ref. */
+export const identityColumns = 'digest, retracted_at';
+
+export interface IdentityRow {
+  readonly digest: string;
+  readonly retracted_at: string | null;
+}
+
 /** Whether the stored row (or its absence) makes an exact ref readable. */
-export function availability(
-  stream: StreamKey,
-  ref: SourceRef,
-  row: EntryRow | undefined,
-): SourceAvailability {
+export function availability(ref: SourceRef, row: IdentityRow | undefined): SourceAvailability {
   if (!row) return { status: 'unavailable', reason: 'missing' };
   if (row.retracted_at !== null) return { status: 'unavailable', reason: 'retracted' };
   if (row.digest !== ref.digest) return { status: 'unavailable', reason: 'digest_mismatch' };
-  return { status: 'available', entry: rowToEntry(stream, row) };
+  return { status: 'available' };
+}
+
+/** The entry an exact ref reads, or not_found saying why it is unreadable. */
+export function readableEntry(
+  project_id: string,
+  stream: StreamKey,
+  ref: SourceRef,
+  row: EntryRow | undefined,
+): Entry {
+  const result = availability(ref, row);
+  if (result.status === 'unavailable') throw unavailableError(project_id, ref, result.reason);
+  return rowToEntry(stream, row!);
 }
 
 export function unavailableError(project_id: string, ref: SourceRef, reason: string): BatonError {

@@ -44,9 +44,9 @@ export interface AppendOptions {
 
 export type StreamListener = (change: { readonly stream: StreamKey; readonly head: number }) => void;
 
+/** Whether an exact ref is readable: its identity only, never its content. */
 export type SourceAvailability =
-  | { readonly status: 'available'; readonly entry: Entry }
-  | { readonly status: 'unavailable'; readonly reason: UnavailableReason };
+  { readonly status: 'available' } | { readonly status: 'unavailable'; readonly reason: UnavailableReason };
 
 /** An entry as an export carries it: everything but the store-local global sequence. */
 export type PortableEntry = Omit<Entry, 'stream' | 'global_seq'>;
@@ -82,7 +82,10 @@ export interface Store {
   readStream(stream: StreamKey, range?: PositionRange): AsyncIterable<Entry>;
   /** One source by exact ref: not_found with data.reason missing, digest_mismatch or retracted. */
   readSource(project_id: string, ref: SourceRef): Promise<Entry>;
-  /** Whether an exact ref is readable, and why not. */
+  /**
+   * Whether an exact ref is readable, and why not: reads the source's identity (digest,
+   * retraction), never its content, so checking a large cited log costs what a small one does.
+   */
   checkSource(project_id: string, ref: SourceRef): Promise<SourceAvailability>;
   /** Purge a source's content; the tombstone keeps source_id, digest and position. */
   retractSource(scope: ScopeKey, source_id: string, reason: string): Promise<Entry>;

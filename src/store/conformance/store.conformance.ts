@@ -353,6 +353,8 @@ export function describeStore(name: string, factory: StoreFactory): void {
           const entry = await store.readSource(project_id, receipt.source_ref);
           expect(entry.content).toBe('one');
           expect(entry.position).toBe(1);
+          // A check reads the identity only: it answers without the content.
+          expect(await store.checkSource(project_id, receipt.source_ref)).toEqual({ status: 'available' });
           const wrong = { ...receipt.source_ref, digest: sha256Digest('other') };
           expect(await store.checkSource(project_id, wrong)).toEqual({
             status: 'unavailable',

@@ -63,8 +63,10 @@ import {
   pagedRead,
   requireStreamHead,
   rowToEntry,
-  unavailableError,
+  identityColumns,
+  readableEntry,
   type EntryRow,
+  type IdentityRow,
 } from '../shared.ts';
 import type {
   AppendOptions,
@@ -652,24 +654,33 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** The stored row of an exact ref's source, with the given columns; undefined when none. */
+  async #sourceRow<Row extends QueryResultRow>(
+    project_id: string,
+    ref: SourceRef,
+    columns: string,
+  ): Promise<Row | undefined> {
+    return this.#one<Row>(
+      this.#pool,
+      `SELECT ${columns} FROM entries JOIN streams USING (stream_id)
+       WHERE project_id = $1 AND streams.kind = 'scope' AND name = $2 AND source_id = $3`,
+      [project_id, ref.scope_id, ref.source_id],
+    );
+  }
+
   async checkSource(project_id: string, ref: SourceRef): Promise<SourceAvailability> {
     const id = checkProjectId(project_id);
     const exact = checkSourceRef(ref);
     await this.#project(this.#pool, id);
-    const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
-    const row = await this.#one<EntryRow>(
-      this.#pool,
-      `SELECT ${entryColumns} FROM entries JOIN streams USING (stream_id)
-       WHERE project_id = $1 AND streams.kind = 'scope' AND name = $2 AND source_id = $3`,
-      [id, exact.scope_id, exact.source_id],
-    );
-    return availability(key, exact, row);
+    return availability(exact, await this.#sourceRow<IdentityRow>(id, exact, identityColumns));
   }
 
   async readSource(project_id: string, ref: SourceRef): Promise<Entry> {
-    const result = await this.checkSource(project_id, ref);
-    if (result.status === 'unavailable') throw unavailableError(project_id, ref, result.reason);
-    return result.entry;
+    const id = checkProjectId(project_id);
+    const exact = checkSourceRef(ref);
+    await this.#project(this.#pool, id);
+    const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
+    return readableEntry(id, key, exact, await this.#sourceRow<EntryRow>(id, exact, entryColumns));
   }
 
   async retractSource(scope: ScopeKey, source_id: string, reason: string): Promise<Entry> {

@@ -63,8 +63,10 @@ import {
   pagedRead,
   requireStreamHead,
   rowToEntry,
-  unavailableError,
+  identityColumns,
+  readableEntry,
   type EntryRow,
+  type IdentityRow,
 } from '../shared.ts';
 import type {
   AppendOptions,
@@ -637,27 +639,40 @@ export class SqliteStore implements Store {
     );
   }
 
+  /** The stored row of an exact ref's source_id, with the given columns; undefined when none. */
+  #sourceRow(key: StreamKey, source_id: string, columns: string): unknown {
+    const stream_id = this.#streamId(key);
+    return stream_id === undefined
+      ? undefined
+      : this.#lookup(
+          `SELECT ${columns} FROM entries WHERE stream_id = ? AND source_id = ?`,
+          stream_id,
+          source_id,
+        );
+  }
+
   async checkSource(project_id: string, ref: SourceRef): Promise<SourceAvailability> {
     const id = checkProjectId(project_id);
     const exact = checkSourceRef(ref);
     this.#project(id);
     const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
-    const stream_id = this.#streamId(key);
-    const row =
-      stream_id === undefined
-        ? undefined
-        : (this.#lookup(
-            `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND source_id = ?`,
-            stream_id,
-            exact.source_id,
-          ) as EntryRow | undefined);
-    return availability(key, exact, row);
+    return availability(
+      exact,
+      this.#sourceRow(key, exact.source_id, identityColumns) as IdentityRow | undefined,
+    );
   }
 
   async readSource(project_id: string, ref: SourceRef): Promise<Entry> {
-    const result = await this.checkSource(project_id, ref);
-    if (result.status === 'unavailable') throw unavailableError(project_id, ref, result.reason);
-    return result.entry;
+    const id = checkProjectId(project_id);
+    const exact = checkSourceRef(ref);
+    this.#project(id);
+    const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
+    return readableEntry(
+      id,
+      key,
+      exact,
+      this.#sourceRow(key, exact.source_id, entryColumns) as EntryRow | undefined,
+    );
   }
 
   async retractSource(scope: ScopeKey, source_id: string, reason: string): Promise<Entry> {
