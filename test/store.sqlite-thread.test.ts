@@ -15,7 +15,9 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fixedClock } from '../src/core/clock.ts';
 import { describeStore, expectBatonError } from '../src/store/conformance/store.conformance.ts';
-import { openThreadedSqliteStore, type ThreadedSqliteStore } from '../src/store/sqlite/threaded-store.ts';
+import { openStore } from '../src/store/open.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { openThreadedSqliteStore, ThreadedSqliteStore } from '../src/store/sqlite/threaded-store.ts';
 import type { Store } from '../src/store/store.ts';
 
 const exec = promisify(execFile);
@@ -132,6 +134,23 @@ describe('SQLite writer thread', () => {
       openThreadedSqliteStore({ path, clock: fixedClock('2026-01-01T00:00:00.000Z') }),
       'invalid_input',
     );
+  });
+
+  it('is what openStore gives a server on a file, and an in-memory database stays inline', async () => {
+    const served = await openStore(
+      { backend: 'sqlite', path: join(dir, 'served.db') },
+      { writerThread: true },
+    );
+    const memory = await openStore({ backend: 'sqlite', path: ':memory:' }, { writerThread: true });
+    try {
+      expect(served).toBeInstanceOf(ThreadedSqliteStore);
+      expect(memory).toBeInstanceOf(SqliteStore);
+      await memory.createProject('acme');
+      expect((await memory.captureSource(scope, { source_id: 'm', content: 1 })).position).toBe(1);
+    } finally {
+      await served.close();
+      await memory.close();
+    }
   });
 
   it('refuses a file that is not a database, with no thread left behind', async () => {

@@ -29,7 +29,7 @@ export interface OpenOptions {
   /**
    * For a long-running server: SQLite's writes run on a writer thread of their own, so the
    * server's event loop never waits for a COMMIT (docs/sqlite-writer-thread.md). PostgreSQL
-   * ignores it. The writer thread keeps the system clock.
+   * and an in-memory SQLite database ignore it. The writer thread keeps the system clock.
    */
   readonly writerThread?: boolean;
 }
@@ -37,7 +37,8 @@ export interface OpenOptions {
 export async function openStore(location: StoreLocation, options: OpenOptions = {}): Promise<Store> {
   if (location.backend === 'sqlite') {
     const sqlite = { path: location.path, synchronous: location.synchronous, clock: options.clock };
-    if (options.writerThread === true) {
+    // An in-memory database lives in one connection: it keeps its writes inline.
+    if (options.writerThread === true && location.path !== ':memory:') {
       const { openThreadedSqliteStore } = await import('./sqlite/threaded-store.ts');
       return openThreadedSqliteStore(sqlite);
     }
