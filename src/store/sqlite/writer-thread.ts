@@ -45,10 +45,26 @@ function describe(error: unknown): WriterError {
 let outbox: WriterReply[] = [];
 
 function flush(): void {
-  const batch: WriterBatch = changes.length > 0 ? { replies: outbox, changes } : { replies: outbox };
+  const replies = outbox;
+  const batch: WriterBatch = changes.length > 0 ? { replies, changes } : { replies };
   outbox = [];
   changes = [];
-  port.postMessage(batch);
+  try {
+    port.postMessage(batch);
+    return;
+  } catch {
+    // An answer holds a value that cannot cross: send each alone, that one as an error, so
+    // that no caller waits forever and this thread lives on.
+  }
+  port.postMessage({ replies: [], ...(batch.changes ? { changes: batch.changes } : {}) });
+  for (const reply of replies) {
+    try {
+      port.postMessage({ replies: [reply] });
+    } catch (error) {
+      const failure = new Error(`the write's answer could not be sent: ${(error as Error).message}`);
+      port.postMessage({ replies: [{ id: reply.id, error: describe(failure) }] });
+    }
+  }
 }
 
 function answer(reply: WriterReply): void {
