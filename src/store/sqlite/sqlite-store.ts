@@ -639,40 +639,36 @@ export class SqliteStore implements Store {
     );
   }
 
-  /** The stored row of an exact ref's source_id, with the given columns; undefined when none. */
-  #sourceRow(key: StreamKey, source_id: string, columns: string): unknown {
+  /** An exact ref checked, its project required, and its source's row with the given columns. */
+  #sourceRow<Row>(
+    project_id: string,
+    ref: SourceRef,
+    columns: string,
+  ): { id: string; exact: SourceRef; key: StreamKey; row: Row | undefined } {
+    const id = checkProjectId(project_id);
+    const exact = checkSourceRef(ref);
+    this.#project(id);
+    const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
     const stream_id = this.#streamId(key);
-    return stream_id === undefined
-      ? undefined
-      : this.#lookup(
-          `SELECT ${columns} FROM entries WHERE stream_id = ? AND source_id = ?`,
-          stream_id,
-          source_id,
-        );
+    const row =
+      stream_id === undefined
+        ? undefined
+        : (this.#lookup(
+            `SELECT ${columns} FROM entries WHERE stream_id = ? AND source_id = ?`,
+            stream_id,
+            exact.source_id,
+          ) as Row | undefined);
+    return { id, exact, key, row };
   }
 
   async checkSource(project_id: string, ref: SourceRef): Promise<SourceAvailability> {
-    const id = checkProjectId(project_id);
-    const exact = checkSourceRef(ref);
-    this.#project(id);
-    const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
-    return availability(
-      exact,
-      this.#sourceRow(key, exact.source_id, identityColumns) as IdentityRow | undefined,
-    );
+    const { exact, row } = this.#sourceRow<IdentityRow>(project_id, ref, identityColumns);
+    return availability(exact, row);
   }
 
   async readSource(project_id: string, ref: SourceRef): Promise<Entry> {
-    const id = checkProjectId(project_id);
-    const exact = checkSourceRef(ref);
-    this.#project(id);
-    const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
-    return readableEntry(
-      id,
-      key,
-      exact,
-      this.#sourceRow(key, exact.source_id, entryColumns) as EntryRow | undefined,
-    );
+    const { id, exact, key, row } = this.#sourceRow<EntryRow>(project_id, ref, entryColumns);
+    return readableEntry(id, key, exact, row);
   }
 
   async retractSource(scope: ScopeKey, source_id: string, reason: string): Promise<Entry> {
