@@ -282,6 +282,26 @@ for (const backend of backends) {
         expect(acknowledged.trust).toBe('untrusted_observation');
         expect(acknowledged.record.evidence).toBe('available');
         expect(acknowledged.record.citations_checked).toBe(4);
+        // The stored receipt is the answer; the handoff itself was read with Continue.
+        expect(Object.keys(acknowledged).sort()).toEqual(['receipt', 'record', 'trust']);
+      });
+
+      it('refuses a revision never committed, a malformed digest and a handoff of another scope, storing nothing', async () => {
+        const { digest } = await send('b-1');
+        const base = { ...at, source_id: 'r', status: 'accepted', receiver_checks: confirmed };
+        await expectBatonError(acknowledgeHandoff(deps, { ...base, target: { exact: 2 } }), 'not_found');
+        const malformed = await expectBatonError(
+          acknowledgeHandoff(deps, { ...base, target: { prepared: 'sha256:nope' } }),
+          'invalid_input',
+        );
+        expect((malformed.data.issues as { path: string }[])[0]!.path).toBe('target.prepared');
+        const elsewhere = { ...at, scope_id: 'other-scope' };
+        await expectBatonError(
+          acknowledgeHandoff(deps, { ...base, ...elsewhere, target: { prepared: digest } }),
+          'not_found',
+        );
+        expect((await readContinuity(deps, at)).counts['handoff-receipt']).toBe(0);
+        expect((await readContinuity(deps, elsewhere)).counts['handoff-receipt']).toBe(0);
       });
 
       it('Acceptance: Evidence gate — accepted with one unavailable citation is rejected', async () => {

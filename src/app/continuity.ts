@@ -25,7 +25,7 @@ import {
 } from '../core/continuity/records.ts';
 import { parseHandoffContent, preparedBody } from '../core/handoff/prepared.ts';
 import { sealEntry, sealPrepared } from '../core/ledger/entry.ts';
-import type { HandoffResolution } from '../core/handoff/resolution.ts';
+import { evidenceOf, selectionSchema } from '../core/handoff/resolution.ts';
 import type { JsonObject } from '../core/json.ts';
 import { sourceIdSchema } from '../core/ledger/names.ts';
 import type { SourceReceipt, SourceRef } from '../core/ledger/source.ts';
@@ -34,7 +34,7 @@ import type { AppDeps } from './deps.ts';
 import { freezeSelection, type Selection } from './selection.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import { requireReadableEvidence } from './evidence.ts';
-import { continueHandoff, prepareHandoff, type PreparedResult } from './handoffs.ts';
+import { checkHandoff, prepareHandoff, type PreparedResult } from './handoffs.ts';
 
 const where = { project_id: z.string(), scope_id: z.string(), source_id: sourceIdSchema };
 
@@ -144,11 +144,8 @@ export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise
 }
 
 export const acknowledgeFields = {
-  target: z.union([
-    z.literal('latest'),
-    z.strictObject({ exact: z.number().int().min(1) }),
-    z.strictObject({ prepared: z.string() }),
-  ]),
+  // latest parses, to be refused with a message that says to Continue first.
+  target: selectionSchema,
   status: z.enum(receiptStatuses),
   receiver_checks: receiverChecksSchema,
   reason: z.string().max(4000).optional(),
@@ -157,14 +154,18 @@ export const acknowledgeFields = {
 
 const acknowledgeInput = inputSchema(acknowledgeFields);
 
-export interface AcknowledgeResult extends StoredWorkRecord<HandoffReceipt> {
-  readonly resolution: HandoffResolution;
-}
+/**
+ * The stored receipt, as the other three operations answer: its record names the exact
+ * revision (or prepared digest) acknowledged and what the evidence checks found. The handoff
+ * itself is not echoed: the receiver read it with continue_handoff before acknowledging.
+ */
+export type AcknowledgeResult = StoredWorkRecord<HandoffReceipt>;
 
 /**
- * Record whether the receiver can take one exact handoff. Continue runs again here: a
- * caller's evidence result is never trusted. accepted needs every citation readable and all
- * three receiver checks confirmed; needs_clarification and declined need a reason.
+ * Record whether the receiver can take one exact handoff. Its evidence is checked again
+ * here (as Continue does; the committed head is not needed): a caller's evidence result is
+ * never trusted. accepted needs every citation readable and all three receiver checks
+ * confirmed; needs_clarification and declined need a reason.
  */
 export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise<AcknowledgeResult> {
   const { at, fields } = split(parseRecord(acknowledgeInput, input, 'acknowledgement'));
@@ -197,12 +198,12 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
       );
     }
   }
-  const resolution = await continueHandoff(deps, {
-    project_id: at.project_id,
-    scope_id: at.scope_id,
-    selection: fields.target,
-  });
-  const unavailable = resolution.evidence_checks.flatMap((check) =>
+  const checked = await checkHandoff(
+    deps,
+    { project_id: at.project_id, scope_id: at.scope_id },
+    fields.target,
+  );
+  const unavailable = checked.evidence_checks.flatMap((check) =>
     check.status === 'unavailable'
       ? [{ location: check.location, citation: check.citation, reason: check.reason }]
       : [],
@@ -216,17 +217,17 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
   }
   const record: HandoffReceipt = {
     schema: 'baton.handoff-receipt/v1',
-    target: resolution.selection,
+    target: checked.selection,
     status: fields.status,
-    evidence: resolution.evidence,
-    citations_checked: resolution.evidence_checks.length,
+    evidence: evidenceOf(checked.evidence_checks),
+    citations_checked: checked.evidence_checks.length,
     unavailable_citations: unavailable,
     receiver_checks: fields.receiver_checks,
     ...(reason ? { reason } : {}),
     ...(fields.receiver ? { receiver: fields.receiver } : {}),
   };
   const { receipt, trust } = await store(deps, at, 'handoff-receipt', record as JsonObject);
-  return { receipt, record, trust, resolution };
+  return { receipt, record, trust };
 }
 
 /**

@@ -15,9 +15,12 @@ import {
 } from '../core/handoff/prepared.ts';
 import {
   checkCitations,
+  requireSameScope,
   resolution,
   selectionSchema,
+  type EvidenceCheck,
   type ExactSelection,
+  type ExactTarget,
   type HandoffResolution,
 } from '../core/handoff/resolution.ts';
 import type { ScopeKey } from '../core/ledger/names.ts';
@@ -157,6 +160,37 @@ export interface ContinueHandoffInput extends ScopeInput {
   readonly selection: unknown;
 }
 
+/** One exact handoff and each of its citations checked again: a Continue without the head. */
+export interface CheckedHandoff {
+  readonly selection: ExactSelection;
+  readonly handoff: PreparedHandoff;
+  readonly evidence_checks: readonly EvidenceCheck[];
+}
+
+/**
+ * Resolve a prepared digest or an exact revision to its handoff and check every citation
+ * again. A handoff of another scope is not found before any citation is read.
+ */
+export async function checkHandoff(
+  deps: AppDeps,
+  scope: ScopeKey,
+  target: ExactTarget,
+): Promise<CheckedHandoff> {
+  let selection: ExactSelection;
+  if ('exact' in target) {
+    const committed = await deps.store.getRevision(scope, target.exact);
+    selection = { kind: 'exact', revision: target.exact, digest: committed.prepared_digest };
+  } else {
+    selection = { kind: 'prepared', digest: target.prepared };
+  }
+  const handoff = await readPreparedHandoff(deps.store, scope.project_id, selection.digest);
+  requireSameScope(scope.scope_id, handoff);
+  const evidence_checks = await checkCitations(scope.scope_id, citationsOf(handoff), (ref) =>
+    deps.store.checkSource(scope.project_id, ref),
+  );
+  return { selection, handoff, evidence_checks };
+}
+
 /** Resolve a selection to one exact handoff and check every citation again. */
 export async function continueHandoff(
   deps: AppDeps,
@@ -166,22 +200,18 @@ export async function continueHandoff(
   const scope = scopeOf(input);
   const selection = parseRecord(selectionSchema, input.selection, 'selection');
   const current_head = await deps.store.revisionHead(scope);
-  let exact: ExactSelection;
-  if (selection === 'latest' || 'exact' in selection) {
-    const revision = selection === 'latest' ? current_head : selection.exact;
-    if (revision === 0) {
-      throw new BatonError('not_found', `${scope.scope_id} has no committed handoff to continue yet`, {
-        ...scope,
-      });
-    }
-    const committed = await deps.store.getRevision(scope, revision);
-    exact = { kind: 'exact', revision, digest: committed.prepared_digest };
-  } else {
-    exact = { kind: 'prepared', digest: selection.prepared };
+  if (selection === 'latest' && current_head === 0) {
+    throw new BatonError('not_found', `${scope.scope_id} has no committed handoff to continue yet`, {
+      ...scope,
+    });
   }
-  const handoff = await readPreparedHandoff(deps.store, scope.project_id, exact.digest);
-  const checks = await checkCitations(scope.scope_id, citationsOf(handoff), (ref) =>
-    deps.store.checkSource(scope.project_id, ref),
+  const target = selection === 'latest' ? { exact: current_head } : selection;
+  const checked = await checkHandoff(deps, scope, target);
+  return resolution(
+    scope.scope_id,
+    checked.selection,
+    current_head,
+    checked.handoff,
+    checked.evidence_checks,
   );
-  return resolution(scope.scope_id, exact, current_head, handoff, checks);
 }

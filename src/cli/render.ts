@@ -86,7 +86,7 @@ export function resolution(result: OperationResult<'continue_handoff'>): string 
 
 export function acknowledged(result: OperationResult<'acknowledge_handoff'>): string {
   return lines(
-    `Receipt ${result.record.status} for ${selection(result.resolution.selection)} of ${result.receipt.source_ref.scope_id}`,
+    `Receipt ${result.record.status} for ${selection(result.record.target)} of ${result.receipt.source_ref.scope_id}`,
     `  stored as ${result.receipt.source_ref.source_id} at journal position ${result.receipt.position}`,
     `  evidence ${result.record.evidence}, ${result.record.citations_checked} citation(s) checked`,
     `  trust: ${result.trust} (accepted is not completion)`,

@@ -9,13 +9,17 @@ import { BatonError } from '../errors.ts';
 import type { SourceRef, UnavailableReason } from '../ledger/source.ts';
 import type { LocatedCitation, PreparedHandoff } from './prepared.ts';
 
-export const selectionSchema = z.union([
-  z.literal('latest'),
+/** A selection that names one handoff: a prepared digest or an exact revision, never latest. */
+export const exactTargetSchema = z.union([
   z.strictObject({
     prepared: z.string().regex(digestPattern, 'a digest is sha256:<64 hex>') as z.ZodType<Digest>,
   }),
   z.strictObject({ exact: z.number().int().min(1) }),
 ]);
+
+export type ExactTarget = z.output<typeof exactTargetSchema>;
+
+export const selectionSchema = z.union([z.literal('latest'), ...exactTargetSchema.options]);
 
 export type Selection = z.output<typeof selectionSchema>;
 
@@ -87,6 +91,22 @@ export function checkCitations(
   return Promise.all(located.map((citation) => checkCitation(scope_id, citation, readOnce)));
 }
 
+/** A handoff of another scope is not found here, whoever knows its digest. */
+export function requireSameScope(scope_id: string, handoff: PreparedHandoff): void {
+  if (handoff.scope_id !== scope_id) {
+    throw new BatonError('not_found', `that handoff belongs to scope ${handoff.scope_id}, not ${scope_id}`, {
+      scope_id,
+      handoff_scope_id: handoff.scope_id,
+    });
+  }
+}
+
+/** What the checks say together: `available` only when every citation is readable. */
+export function evidenceOf(evidence_checks: readonly EvidenceCheck[]): HandoffResolution['evidence'] {
+  if (evidence_checks.length === 0) return 'none_cited';
+  return evidence_checks.every((check) => check.status === 'available') ? 'available' : 'unavailable';
+}
+
 export function resolution(
   scope_id: string,
   selection: ExactSelection,
@@ -94,18 +114,8 @@ export function resolution(
   handoff: PreparedHandoff,
   evidence_checks: readonly EvidenceCheck[],
 ): HandoffResolution {
-  if (handoff.scope_id !== scope_id) {
-    throw new BatonError('not_found', `that handoff belongs to scope ${handoff.scope_id}, not ${scope_id}`, {
-      scope_id,
-      handoff_scope_id: handoff.scope_id,
-    });
-  }
-  const evidence =
-    evidence_checks.length === 0
-      ? 'none_cited'
-      : evidence_checks.every((check) => check.status === 'available')
-        ? 'available'
-        : 'unavailable';
+  requireSameScope(scope_id, handoff);
+  const evidence = evidenceOf(evidence_checks);
   return {
     schema: 'baton.handoff-resolution/v1',
     scope_id,
