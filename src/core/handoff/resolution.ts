@@ -10,7 +10,7 @@ import type { SourceRef, UnavailableReason } from '../ledger/source.ts';
 import type { LocatedCitation, PreparedHandoff } from './prepared.ts';
 
 /** A selection that names one handoff: a prepared digest or an exact revision, never latest. */
-export const exactTargetSchema = z.union([
+const exactTargetSchema = z.union([
   z.strictObject({
     prepared: z.string().regex(digestPattern, 'a digest is sha256:<64 hex>') as z.ZodType<Digest>,
   }),
@@ -107,6 +107,7 @@ export function evidenceOf(evidence_checks: readonly EvidenceCheck[]): HandoffRe
   return evidence_checks.every((check) => check.status === 'available') ? 'available' : 'unavailable';
 }
 
+/** The answer of a Continue whose handoff requireSameScope admitted. */
 export function resolution(
   scope_id: string,
   selection: ExactSelection,
@@ -114,7 +115,6 @@ export function resolution(
   handoff: PreparedHandoff,
   evidence_checks: readonly EvidenceCheck[],
 ): HandoffResolution {
-  requireSameScope(scope_id, handoff);
   const evidence = evidenceOf(evidence_checks);
   return {
     schema: 'baton.handoff-resolution/v1',
