@@ -184,4 +184,32 @@ describe('SQLite writer thread in a process', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  // A thread refuses V8 and process-wide flags in an explicit execArgv (ERR_WORKER_INVALID_EXEC_ARGV),
+  // yet `node --max-old-space-size=… baton serve` is how a server's memory is sized.
+  it.each([
+    ['a script', []],
+    ['--input-type=module -e', ['--input-type=module', '-e']],
+  ])('starts when the process runs with V8 and process-wide flags, from %s', async (_from, how) => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-thread-'));
+    try {
+      const module = new URL('../src/store/sqlite/threaded-store.ts', import.meta.url).href;
+      const script = `
+        const { openThreadedSqliteStore } = await import(${JSON.stringify(module)});
+        const store = await openThreadedSqliteStore({ path: ${JSON.stringify(join(dir, 'b.db'))} });
+        await store.createProject('acme');
+        const receipt = await store.captureSource({ project_id: 'acme', scope_id: 's' }, { source_id: 'x', content: 1 });
+        await store.close();
+        console.log(receipt.position);
+      `;
+      const flags = ['--max-old-space-size=256', '--stack-size=900', '--title=baton-test', '--expose-gc'];
+      const file = join(dir, 'start.mjs');
+      writeFileSync(file, script);
+      const args = how.length === 0 ? [...flags, file] : [...flags, ...how, script];
+      const { stdout } = await exec(process.execPath, args, { timeout: 20_000 });
+      expect(stdout.trim()).toBe('1');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

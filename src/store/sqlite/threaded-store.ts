@@ -11,7 +11,7 @@
  * this process sees it (the reading snapshot ends when the answer arrives); listeners are told
  * of each append before its caller resumes.
  */
-import { Worker } from 'node:worker_threads';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
 import type { Digest } from '../../core/canonical.ts';
 import { systemClock } from '../../core/clock.ts';
 import { BatonError } from '../../core/errors.ts';
@@ -53,16 +53,29 @@ const fromSources = import.meta.url.endsWith('.ts');
 const writerModule = new URL(`./writer-thread.${fromSources ? 'ts' : 'js'}`, import.meta.url);
 
 /**
- * The process's Node options, less those that apply to a main script only (--input-type makes
- * a thread's file fail to load); the sources need type stripping where Node does not strip by default.
+ * Start the writer thread with this process's Node options. A thread inherits them by default,
+ * V8 and process-wide flags included (`--max-old-space-size`, `--title`), which an explicit list
+ * may not name (ERR_WORKER_INVALID_EXEC_ARGV). A list is given only when the default would not
+ * load the thread's file: `--input-type` applies to a main script only, and the sources need type
+ * stripping where Node does not strip by default. If that list names a flag a thread refuses, the
+ * thread starts with the flags it needs and no others.
  */
-function writerExecArgv(): string[] {
-  const argv = process.execArgv.filter((arg) => !arg.startsWith('--input-type'));
+function startWriter(options: WorkerOptions): Worker {
+  const inherited = process.execArgv;
   const strips = (process.features as { typescript?: unknown }).typescript;
-  if (fromSources && !strips && !argv.includes('--experimental-strip-types')) {
-    argv.push('--experimental-strip-types');
+  const needsStripping = fromSources && !strips && !inherited.includes('--experimental-strip-types');
+  const mainOnly = (arg: string) => arg.startsWith('--input-type');
+  if (!needsStripping && !inherited.some(mainOnly)) return new Worker(writerModule, options);
+  const needed = needsStripping ? ['--experimental-strip-types'] : [];
+  try {
+    return new Worker(writerModule, {
+      ...options,
+      execArgv: [...inherited.filter((arg) => !mainOnly(arg)), ...needed],
+    });
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw error;
+    return new Worker(writerModule, { ...options, execArgv: needed });
   }
-  return argv;
 }
 
 /**
@@ -83,11 +96,7 @@ export async function openThreadedSqliteStore(options: SqliteStoreOptions): Prom
     );
   }
   const { clock: _clock, ...cloneable } = options;
-  const worker = new Worker(writerModule, {
-    workerData: cloneable,
-    execArgv: writerExecArgv(),
-    name: 'baton-sqlite-writer',
-  });
+  const worker = startWriter({ workerData: cloneable, name: 'baton-sqlite-writer' });
   let listening: {
     message: (batch: WriterBatch) => void;
     error: (error: Error) => void;
