@@ -5,7 +5,7 @@
  * official MCP client; graceful stop on SIGTERM.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -128,6 +128,41 @@ describe('baton CLI with a server', () => {
 
     expect(await server.stop()).toBe(0);
     expect(server.stderr()).toContain('stopped');
+  });
+
+  it('refuses a port out of range as a usage error, and a database path it cannot use with what to fix', async () => {
+    for (const port of ['65536', '99999', '123456789012345678901234']) {
+      const refused = await tree.baton(['serve', '--port', port]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`--port takes a whole number from 0 to 65535, not "${port}"`);
+      expect(refused.stderr).not.toMatch(/\n\s+at /);
+    }
+    // A folder inside a file, a folder, a file that is not SQLite: refused with what to fix, the
+    // same from the writer thread (serve) as from a command that writes inline (init), never a stack.
+    writeFileSync(join(tree.dir, 'a-file'), 'not a folder');
+    writeFileSync(join(tree.dir, 'junk.db'), 'text, not a SQLite database. '.repeat(40));
+    const refusals = [
+      [
+        join(tree.dir, 'a-file', 'baton.db'),
+        /invalid_input: the database's folder .*a-file cannot be created/,
+      ],
+      [tree.dir, /invalid_input: cannot use .* as a SQLite database \(unable to open database file\)/],
+      [
+        join(tree.dir, 'junk.db'),
+        /invalid_input: cannot use .*junk\.db as a SQLite database \(file is not a database\)/,
+      ],
+    ] as const;
+    for (const [path, reason] of refusals) {
+      for (const command of [
+        ['serve', '--port', '0'],
+        ['init', '--project', 'p'],
+      ]) {
+        const failed = await tree.baton([...command, '--database', path]);
+        expect(failed.code, failed.stderr).toBe(1);
+        expect(failed.stderr).toMatch(new RegExp(`^baton ${command[0]}: ${reason.source}`));
+        expect(failed.stderr).not.toMatch(/\n\s+at /);
+      }
+    }
   });
 
   it('start (npm start) creates the project and a first token, serves, and prints both', async () => {

@@ -102,11 +102,13 @@ export function list(values: Values, name: string): string[] {
   return Array.isArray(value) ? value : [String(value)];
 }
 
-export function whole(values: Values, name: string): number | undefined {
+export function whole(values: Values, name: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const value = text(values, name);
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value))
-    throw new UsageError(`--${name} takes a whole number, not ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || Number(value) > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? '' : ` from 0 to ${max}`;
+    throw new UsageError(`--${name} takes a whole number${range}, not ${JSON.stringify(value)}`);
+  }
   return Number(value);
 }
 

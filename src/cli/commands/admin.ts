@@ -67,7 +67,7 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
   // Opened here first unless start opened it already, which asks for the writer thread too.
   await context.store({ writerThread: true });
   const host = text(context.values, 'host');
-  const port = whole(context.values, 'port');
+  const port = whole(context.values, 'port', 65_535);
   const server = await startServer({
     deps: await appDeps(context),
     ...(host === undefined ? {} : { host }),

@@ -154,9 +154,32 @@ function translateSqliteError(error: unknown): Error {
   return error;
 }
 
+/**
+ * Why a database file cannot be used (a folder, a file that is not SQLite, no permission), as
+ * an error the caller can act on; Baton's own refusals (a newer schema) pass unchanged.
+ */
+function cannotOpen(path: string, error: unknown): unknown {
+  const errcode = (error as { errcode?: unknown }).errcode;
+  if (error instanceof BatonError || typeof errcode !== 'number') return error;
+  return new BatonError(
+    'invalid_input',
+    `cannot use ${path} as a SQLite database (${(error as Error).message}): choose another --database path`,
+    { path, errcode },
+  );
+}
+
 /** Create the database folder; a `.baton` folder also gets a .gitignore, so a work tree stays clean. */
 function prepareFolder(folder: string): void {
-  mkdirSync(folder, { recursive: true });
+  try {
+    mkdirSync(folder, { recursive: true });
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    throw new BatonError(
+      'invalid_input',
+      `the database's folder ${folder} cannot be created (${message}): choose another --database path`,
+      { folder, ...(typeof code === 'string' ? { code } : {}) },
+    );
+  }
   const ignore = join(folder, '.gitignore');
   if (basename(folder) === '.baton' && !existsSync(ignore)) writeFileSync(ignore, '*\n');
 }
@@ -200,7 +223,11 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
-    this.#db = new DatabaseSync(options.path);
+    try {
+      this.#db = new DatabaseSync(options.path);
+    } catch (error) {
+      throw cannotOpen(options.path, error);
+    }
     this.#reader = this.#db;
     this.#clock = options.clock ?? systemClock;
     try {
@@ -213,7 +240,7 @@ export class SqliteStore implements Store {
       }
     } catch (error) {
       this.#db.close();
-      throw error;
+      throw cannotOpen(options.path, error);
     }
   }
 
