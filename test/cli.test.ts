@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -152,6 +153,67 @@ describe('baton CLI', () => {
     for (const { operationId } of operations) {
       expect(called.has(operationId), operationId).toBe(true);
       expect(named(operationId), `${operationId} has a command of its own`).toBe(true);
+    }
+  });
+});
+
+describe('baton CLI: options out of range and outputs that fail', () => {
+  it('refuses an empty --host, a --server without a scheme, and counts out of range, with exit 2', async () => {
+    const refusals: [string[], string][] = [
+      [['serve', '--host', '', '--port', '0'], '--host takes an address such as 127.0.0.1'],
+      [['report', '--server', '127.0.0.1:4680', '--token', 'x'], '--server (or BATON_SERVER) takes an http'],
+      [['metrics', '--server', 'notaurl', '--token', 'x', '--json'], 'not "notaurl"'],
+      [
+        ['work', 'gate', '--session', 's', '--max-blocks', '0'],
+        '--max-blocks takes a whole number from 1 to 1000',
+      ],
+      [
+        ['work', 'verify', '--session', 's', '--timeout-ms', '99999999999999'],
+        '--timeout-ms takes a whole number from 1 to 2147483647',
+      ],
+    ];
+    for (const [args, message] of refusals) {
+      const result = await baton(...args);
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(2);
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('ends quietly when the reader closes the pipe, and fails with exit 1 when the output cannot be written', async () => {
+    await baton('start', '--no-serve');
+    for (let n = 0; n < 3; n += 1)
+      await baton('capture', '--scope', 'w', '--source-id', `n${n}`, '--text', 'x');
+    const env = {
+      ...process.env,
+      BATON_DATABASE_URL: '',
+      BATON_SERVER: '',
+      BATON_TOKEN: '',
+      BATON_SCOPE: '',
+    };
+    const closed = spawn(process.execPath, [main, 'read', '--scope', 'w'], { cwd: dir, env });
+    closed.stdout.destroy();
+    let closedErr = '';
+    closed.stderr.setEncoding('utf8').on('data', (chunk: string) => (closedErr += chunk));
+    const [closedCode] = (await once(closed, 'close')) as [number];
+    expect(closedErr).toBe('');
+    expect(closedCode).toBe(0);
+
+    const full = openSync('/dev/full', 'w');
+    try {
+      const failing = spawn(process.execPath, [main, 'status'], {
+        cwd: dir,
+        env,
+        stdio: ['ignore', full, 'pipe'],
+      });
+      let failingErr = '';
+      failing.stderr!.setEncoding('utf8').on('data', (chunk: string) => (failingErr += chunk));
+      const [failingCode] = (await once(failing, 'close')) as [number];
+      expect(failingErr).toMatch(/^baton: the output could not be written: ENOSPC/);
+      expect(failingErr).not.toMatch(/\n\s+at /);
+      expect(failingCode).toBe(1);
+    } finally {
+      closeSync(full);
     }
   });
 });

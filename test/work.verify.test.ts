@@ -350,6 +350,22 @@ describe('the stop gate', () => {
     expect(after.control_block).toBeNull();
   });
 
+  it('refuses a bound of blocks or a timeout out of range, and writes nothing', async () => {
+    const { stopGate } = await import('../src/app/gate.ts');
+    await contractWith([{ criterion_id: 'notes', kind: { type: 'file_exists', path: 'notes.md' } }]);
+    const before = await ledgerText();
+    for (const max_blocks of [0, -1, 1.5, 1001]) {
+      await expectBatonError(stopGate(deps, 'acme', { session_id: 's', max_blocks }), 'invalid_input');
+    }
+    for (const timeout_ms of [0, 2 ** 31, 0.5]) {
+      await expectBatonError(verifyWork(deps, 'acme', { session_id: 's' }, { timeout_ms }), 'invalid_input');
+    }
+    expect(await ledgerText()).toBe(before);
+    expect((await work.readWork(deps, 'acme', { session_id: 's' })).projection?.contracts[0]?.status).toBe(
+      'active',
+    );
+  });
+
   it('allows once verification passed, and resets the count of blocks', async () => {
     const { stopGate } = await import('../src/app/gate.ts');
     await contractWith([{ criterion_id: 'readme', kind: { type: 'file_exists', path: 'README.md' } }]);

@@ -5,6 +5,7 @@
  * unverified (or failed, when a required criterion failed) with the reason, and stopping is
  * allowed; it never ends completed that way.
  */
+import { BatonError } from '../core/errors.ts';
 import { workspaceCheckpoint } from '../agent/checkpoint.ts';
 import { exhaustedStatus, workGate, type GateDecision } from '../core/work/gate.ts';
 import { activeContract } from '../core/work/projector.ts';
@@ -29,6 +30,8 @@ export type StopGateResult = GateDecision & {
 };
 
 export const defaultMaxBlocks = 8;
+/** The most consecutive blocks a caller may allow: past it, continuation is not bounded in practice. */
+export const maxBlocksLimit = 1000;
 
 function gateReceipt(decision: string, blocks: number): SessionEntryInput {
   return {
@@ -65,6 +68,12 @@ export async function stopGate(
   const checkpoint = header?.workspace ? (await workspaceCheckpoint(header.workspace)).checkpoint : null;
   const live = { live_children: input.live_children ?? [], checkpoint };
   const max = input.max_blocks ?? defaultMaxBlocks;
+  if (!Number.isSafeInteger(max) || max < 1 || max > maxBlocksLimit) {
+    // Zero would end the contract as exhausted before any block: refused, nothing is written.
+    throw new BatonError('invalid_input', `max_blocks is a whole number from 1 to ${maxBlocksLimit}`, {
+      max_blocks: max,
+    });
+  }
   const previous = await blocksSoFar(deps, project_id, session_id);
   let result: StopGateResult | undefined;
   await commitWork(deps, sessionStream(project_id, session_id), ({ projection }) => {

@@ -72,6 +72,8 @@ export interface VerificationReport {
 }
 
 export const verifyDefaults = { timeout_ms: 60_000, output_limit_bytes: 64 * 1024 } as const;
+/** The longest timeout a timer can hold (2^31 - 1 ms); Node turns a longer one into 1 ms. */
+export const maxTimeoutMs = 2_147_483_647;
 const verifier = { type: 'verifier', id: 'baton' } as const;
 const fileLimit = 8 * 1024 * 1024;
 
@@ -244,6 +246,12 @@ export async function verifyWork(
   options: VerifyOptions = {},
 ): Promise<VerificationReport> {
   const session_id = input.session_id;
+  const timeout = options.timeout_ms;
+  if (timeout !== undefined && (!Number.isSafeInteger(timeout) || timeout < 1 || timeout > maxTimeoutMs)) {
+    throw new BatonError('invalid_input', `timeout_ms is a whole number from 1 to ${maxTimeoutMs}`, {
+      timeout_ms: timeout,
+    });
+  }
   const before = await readWork(deps, project_id, { session_id });
   const contract =
     input.contract_id === undefined

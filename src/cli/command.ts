@@ -102,12 +102,18 @@ export function list(values: Values, name: string): string[] {
   return Array.isArray(value) ? value : [String(value)];
 }
 
-export function whole(values: Values, name: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
+/** A whole-number option, within min and max (default 0 and the largest exact integer). */
+export function whole(
+  values: Values,
+  name: string,
+  range: { readonly min?: number; readonly max?: number } = {},
+): number | undefined {
+  const { min = 0, max = Number.MAX_SAFE_INTEGER } = range;
   const value = text(values, name);
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? '' : ` from 0 to ${max}`;
-    throw new UsageError(`--${name} takes a whole number${range}, not ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    const bounds = min === 0 && max === Number.MAX_SAFE_INTEGER ? '' : ` from ${min} to ${max}`;
+    throw new UsageError(`--${name} takes a whole number${bounds}, not ${JSON.stringify(value)}`);
   }
   return Number(value);
 }

@@ -6,6 +6,7 @@
  */
 import { systemClock } from '../core/clock.ts';
 import { scopeIdSchema } from '../core/ledger/names.ts';
+import { httpUrl } from '../core/urls.ts';
 import { parseStoreLocation, openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { readBinding, type Binding } from './binding.ts';
@@ -17,6 +18,21 @@ export type ScopeSource = 'option' | 'environment' | 'binding';
 export interface ResolvedScope {
   readonly scope_id: string;
   readonly from: ScopeSource;
+}
+
+export interface ServerConnection {
+  readonly url: string;
+  readonly token: string;
+}
+
+/** A server address must be an http(s) URL: "127.0.0.1:4680" without its scheme is refused, not crashed on. */
+function serverUrl(given: string): string {
+  if (!httpUrl(given)) {
+    throw new UsageError(
+      `--server (or BATON_SERVER) takes an http:// or https:// URL such as http://127.0.0.1:4680, not ${JSON.stringify(given)}`,
+    );
+  }
+  return given;
 }
 
 export interface Context {
@@ -31,6 +47,11 @@ export interface Context {
    * writer thread, so that its event loop never waits for a COMMIT.
    */
   store(options?: { readonly writerThread?: boolean }): Promise<Store>;
+  /**
+   * The server to call and its token (--server and --token, or BATON_SERVER and BATON_TOKEN),
+   * checked; undefined when none is set and commands use the local store.
+   */
+  server(): ServerConnection | undefined;
   /** The server when --server or BATON_SERVER is set, else the local store. */
   transport(): Promise<Transport>;
   /** The project a local command works on: --project, else the binding's, else "default". */
@@ -48,8 +69,6 @@ export function createContext(values: Values, positionals: readonly string[], io
   let store: Promise<Store> | undefined;
   let binding: Promise<Binding | undefined> | undefined;
   let transport: Promise<Transport> | undefined;
-
-  const server = () => text(values, 'server') ?? (io.env.BATON_SERVER || undefined);
 
   const context: Context = {
     values,
@@ -70,19 +89,20 @@ export function createContext(values: Values, positionals: readonly string[], io
     async project() {
       return text(values, 'project') ?? (await context.binding())?.project_id ?? defaultProject;
     },
+    server() {
+      const url = text(values, 'server') ?? (io.env.BATON_SERVER || undefined);
+      if (url === undefined) return undefined;
+      if (text(values, 'project') !== undefined) {
+        throw new UsageError(`on a server the token decides the project: drop --project (or drop --server)`);
+      }
+      const token = text(values, 'token') ?? (io.env.BATON_TOKEN || undefined);
+      if (!token) throw new UsageError(`--server ${url} needs a token: --token TOKEN or BATON_TOKEN`);
+      return { url: serverUrl(url), token };
+    },
     transport() {
       transport ??= (async () => {
-        const url = server();
-        if (url !== undefined) {
-          if (text(values, 'project') !== undefined) {
-            throw new UsageError(
-              `on a server the token decides the project: drop --project (or drop --server)`,
-            );
-          }
-          const token = text(values, 'token') ?? (io.env.BATON_TOKEN || undefined);
-          if (!token) throw new UsageError(`--server ${url} needs a token: --token TOKEN or BATON_TOKEN`);
-          return serverTransport(url, token);
-        }
+        const server = context.server();
+        if (server !== undefined) return serverTransport(server.url, server.token);
         const opened = await context.store();
         const location = parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL);
         const where = location.backend === 'sqlite' ? location.path : 'PostgreSQL';

@@ -9,6 +9,7 @@
  */
 import { findOperation, operations } from '../app/operations.ts';
 import { BatonError, errorCodes, type ErrorCode } from '../core/errors.ts';
+import { httpUrl } from '../core/urls.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
 import { workMethods, type WorkMethods } from './work.ts';
 
@@ -95,9 +96,25 @@ function errorOf(status: number, body: unknown): BatonError {
   return new BatonError(codeOfStatus(status), `the server answered HTTP ${status}`, { status });
 }
 
+/** The server's address as a URL; anything but http(s) is refused as invalid_input. */
+function serverBase(baseUrl: string | URL): URL {
+  const given = String(baseUrl);
+  const base = httpUrl(given);
+  if (!base) {
+    throw new BatonError(
+      'invalid_input',
+      `baseUrl must be an http:// or https:// URL, not ${JSON.stringify(given)}`,
+      {
+        baseUrl: given,
+      },
+    );
+  }
+  return base;
+}
+
 /** A client for one server and token. */
 export function createClient(options: ClientOptions): BatonClient {
-  const base = new URL(options.baseUrl);
+  const base = serverBase(options.baseUrl);
   if (!base.pathname.endsWith('/')) base.pathname += '/';
   const send = options.fetch ?? globalThis.fetch;
 

@@ -13,6 +13,7 @@ import {
   projectHelp,
   projectOption,
   text,
+  UsageError,
   whole,
   type Command,
   type Options,
@@ -64,10 +65,14 @@ const listenHelp = `  --host HOST           default 127.0.0.1; listening beyond 
 /** Serve the HTTP API until SIGINT or SIGTERM, then shut down gracefully. */
 async function serveUntilStopped(context: Context, announce: (url: string) => string): Promise<void> {
   const { startServer } = await import('../../http/server.ts');
+  const host = text(context.values, 'host');
+  if (host !== undefined && host.trim() === '') {
+    // Node would listen on every interface for an empty host: never by accident.
+    throw new UsageError('--host takes an address such as 127.0.0.1 or 0.0.0.0, not an empty string');
+  }
+  const port = whole(context.values, 'port', { max: 65_535 });
   // Opened here first unless start opened it already, which asks for the writer thread too.
   await context.store({ writerThread: true });
-  const host = text(context.values, 'host');
-  const port = whole(context.values, 'port', 65_535);
   const server = await startServer({
     deps: await appDeps(context),
     ...(host === undefined ? {} : { host }),

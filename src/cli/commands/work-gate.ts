@@ -4,8 +4,8 @@
  * store and workspace: the gate computes the workspace checkpoint now, and the verifier runs
  * shell criteria in the local read-only sandbox, so neither goes through --server.
  */
-import { stopGate, defaultMaxBlocks } from '../../app/gate.ts';
-import { verifyWork } from '../../app/verify.ts';
+import { stopGate, defaultMaxBlocks, maxBlocksLimit } from '../../app/gate.ts';
+import { maxTimeoutMs, verifyWork } from '../../app/verify.ts';
 import { BatonError, isBatonError } from '../../core/errors.ts';
 import { common, databaseHelp, text, UsageError, whole, type Command, type Options } from '../command.ts';
 import { appDeps, configHelp, configOption } from '../config.ts';
@@ -81,7 +81,7 @@ ${databaseHelp}
     localOnly(context, 'work gate');
     const hook = context.values.hook === true;
     const session_id = session(context);
-    const max_blocks = whole(context.values, 'max-blocks');
+    const max_blocks = whole(context.values, 'max-blocks', { min: 1, max: maxBlocksLimit });
     if (hook) await hookInput();
     const deps = await appDeps(context);
     let result: Awaited<ReturnType<typeof stopGate>> | undefined;
@@ -145,7 +145,7 @@ ${databaseHelp}
   async run(context) {
     localOnly(context, 'work verify');
     const session_id = session(context);
-    const timeout = whole(context.values, 'timeout-ms');
+    const timeout = whole(context.values, 'timeout-ms', { min: 1, max: maxTimeoutMs });
     const deps = await appDeps(context);
     const report = await verifyWork(
       deps,

@@ -36,14 +36,9 @@ async function callWork(
   input: Record<string, unknown>,
 ): Promise<unknown> {
   const endpoint = findWorkEndpoint(operationId)!;
-  const server = text(context.values, 'server') ?? (context.io.env.BATON_SERVER || undefined);
+  const server = context.server();
   if (server !== undefined) {
-    if (text(context.values, 'project') !== undefined) {
-      throw new UsageError('on a server the token decides the project: drop --project (or drop --server)');
-    }
-    const token = text(context.values, 'token') ?? (context.io.env.BATON_TOKEN || undefined);
-    if (!token) throw new UsageError(`--server ${server} needs a token: --token TOKEN or BATON_TOKEN`);
-    const client = createClient({ baseUrl: server, token }) as unknown as Record<
+    const client = createClient({ baseUrl: server.url, token: server.token }) as unknown as Record<
       string,
       (input: unknown) => Promise<unknown>
     >;
