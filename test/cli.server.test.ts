@@ -12,6 +12,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../src/client/index.ts';
+import { createToken } from '../src/app/auth.ts';
+import { handoffCurrentWork } from '../src/app/continuity.ts';
+import { commitHandoff } from '../src/app/handoffs.ts';
+import { systemClock } from '../src/core/clock.ts';
+import type { JsonObject } from '../src/core/json.ts';
+import type { ScopeKey } from '../src/core/ledger/names.ts';
+import { startServer } from '../src/http/server.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../src/store/store.ts';
+
 import { cliEnv, cliMain, tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
 
 interface Running {
@@ -162,6 +172,50 @@ describe('baton CLI with a server', () => {
         expect(failed.stderr).toMatch(new RegExp(`^baton ${command[0]}: ${reason.source}`));
         expect(failed.stderr).not.toMatch(/\n\s+at /);
       }
+    }
+  });
+
+  it('after losing a commit race, says to read the new revision and hand off again, not to retry', async () => {
+    const store = await openSqliteStore({ path: join(tree.dir, 'race.db') });
+    const deps = { store, clock: systemClock };
+    await store.createProject('default');
+    const { token } = await createToken(deps, { project_id: 'default', label: 'race' });
+    // Another handoff commits on the same head just before this one's commit reaches the store.
+    const racing: Store = new Proxy(store, {
+      get(target, property) {
+        if (property !== 'commitRevision') {
+          const value = Reflect.get(target, property, target) as unknown;
+          return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+        }
+        return async (scope: ScopeKey, expected_head: number, body: JsonObject) => {
+          const rival = await handoffCurrentWork(deps, {
+            project_id: scope.project_id,
+            scope_id: scope.scope_id,
+            source_id: 'rival',
+            objective: 'The rival',
+            current_state: [],
+            disposition: 'continue',
+            next_action: { text: 'Rival next', basis: 'declared' },
+          });
+          await commitHandoff(deps, { ...scope, prepared: rival.digest, expected_head });
+          return target.commitRevision(scope, expected_head, body);
+        };
+      },
+    });
+    const server = await startServer({ deps: { ...deps, store: racing }, port: 0, logger: false });
+    try {
+      const lost = await tree.baton(['handoff', 'Fix the login', '--scope', 'my work'], {
+        env: { BATON_SERVER: server.url, BATON_TOKEN: token },
+      });
+      expect(lost.code).toBe(1);
+      expect(lost.stderr).toContain('revision_conflict');
+      expect(lost.stderr).toContain(
+        "Another handoff was committed meanwhile; this one was prepared on revision 0. Read the latest (baton continue --scope 'my work'), then hand off again.",
+      );
+      expect(lost.stderr).not.toContain('Retry');
+    } finally {
+      await server.close();
+      await store.close();
     }
   });
 

@@ -180,6 +180,23 @@ describe('baton CLI: options out of range and outputs that fail', () => {
     }
   });
 
+  it('hints to create the project only when the project is what is missing', async () => {
+    const missing = await baton('report');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('create the project first: baton init --project default');
+    await baton('start', '--no-serve');
+    for (const args of [
+      ['work', 'show', 'nosuch'],
+      ['read', '--session', 'nosuch'],
+      ['commit', '--scope', 's', '--prepared', `sha256:${'0'.repeat(64)}`, '--expected-head', '0'],
+    ]) {
+      const result = await baton(...args);
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr).toContain('not_found');
+      expect(result.stderr).not.toContain('create the project first');
+    }
+  });
+
   it('ends quietly when the reader closes the pipe, and fails with exit 1 when the output cannot be written', async () => {
     await baton('start', '--no-serve');
     for (let n = 0; n < 3; n += 1)

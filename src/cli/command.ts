@@ -134,3 +134,8 @@ export function oneOf<const T extends string>(
 export function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
 }
+
+/** A value as one word a POSIX shell reads back unchanged: bare when safe, else single-quoted. */
+export function shellWord(value: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}

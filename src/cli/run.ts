@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { BatonError } from '../core/errors.ts';
-import { databaseHelp, UsageError, type Command, type Io, type Values } from './command.ts';
+import { databaseHelp, shellWord, UsageError, type Command, type Io, type Values } from './command.ts';
 import { adminCommands } from './commands/admin.ts';
 import { bindCommands } from './commands/bind.ts';
 import { ledgerCommands } from './commands/ledger.ts';
@@ -130,9 +130,11 @@ function failure(name: string, command: Command, error: BatonError, values: Valu
   }
   const lines = [`baton ${name}: ${error.code}: ${error.message}`];
   lines.push(...fieldHints(command, error));
-  const data = error.data as { project_id?: unknown; scope_id?: unknown };
-  if (error.code === 'not_found' && typeof data.project_id === 'string' && data.scope_id === undefined) {
-    lines.push(`create the project first: baton init --project ${data.project_id}`);
+  // Only the missing project itself names nothing but its id; a missing session, contract or
+  // prepared handoff of an existing project names more.
+  const { project_id } = error.data as { project_id?: unknown };
+  if (error.code === 'not_found' && Object.keys(error.data).length === 1 && typeof project_id === 'string') {
+    lines.push(`create the project first: baton init --project ${shellWord(project_id)}`);
   }
   if (Object.keys(error.data).length > 0) lines.push(JSON.stringify(error.data));
   return `${lines.join('\n')}\n`;

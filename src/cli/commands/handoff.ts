@@ -7,12 +7,14 @@ import { readFile } from 'node:fs/promises';
 import type { OperationInput } from '../../client/types.ts';
 import type { Digest } from '../../core/canonical.ts';
 import { dispositions } from '../../core/handoff/prepared.ts';
+import { isBatonError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
 import {
   list,
   oneOf,
   scopeHelp,
   scopedOptions,
+  shellWord,
   text,
   transportHelp,
   UsageError,
@@ -111,7 +113,7 @@ ${transportHelp}`,
     const source_id = text(values, 'source-id') ?? stableSourceId('handoff', boundary);
     const prepared = await transport.invoke('handoff_current_work', { scope_id, source_id, ...boundary });
     const base = prepared.prepared_handoff.base_revision;
-    const retry = `baton commit --scope ${scope_id} --prepared ${prepared.digest} --expected-head ${base}`;
+    const retry = `baton commit --scope ${shellWord(scope_id)} --prepared ${prepared.digest} --expected-head ${base}`;
     if (values['no-commit'] === true) {
       context.print(prepared, () => `${render.prepared(prepared)}Commit it with: ${retry}\n`);
       return;
@@ -126,7 +128,11 @@ ${transportHelp}`,
     } catch (error) {
       context.io.err(
         `The handoff was prepared (${prepared.digest}, boundary source ${source_id}) but not committed.\n` +
-          `Retry the same Prepared Handoff with: ${retry}\n`,
+          (isBatonError(error, 'revision_conflict')
+            ? // Prepared on a revision that is no longer the head: it can never commit; read the new one.
+              `Another handoff was committed meanwhile; this one was prepared on revision ${base}. ` +
+              `Read the latest (baton continue --scope ${shellWord(scope_id)}), then hand off again.\n`
+            : `Retry the same Prepared Handoff with: ${retry}\n`),
       );
       throw error;
     }
