@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,6 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { describeStore, expectBatonError } from '../src/store/conformance/store.conformance.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { openThreadedSqliteStore } from '../src/store/sqlite/threaded-store.ts';
 import type { Store } from '../src/store/store.ts';
 
 describeStore('sqlite', () => {
@@ -49,5 +51,42 @@ describe('SQLite under a held write lock', () => {
     ).toBe(1);
     await store.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+/**
+ * A database file this process may not write (here made immutable with chattr, which binds
+ * root too): refused at open with what to fix, before any write could fail halfway.
+ */
+function immutable(path: string, on: boolean): boolean {
+  try {
+    execFileSync('chattr', [on ? '+i' : '-i', path], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('SQLite on a file it may not write', () => {
+  it('refuses at open, inline and with the writer thread, naming the file', async (test) => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-readonly-'));
+    const path = join(dir, 'baton.db');
+    try {
+      const store = await openSqliteStore({ path });
+      await store.createProject('acme');
+      await store.close();
+      if (!immutable(path, true)) {
+        console.warn('SKIPPED: chattr +i is not available here (needs root on ext4-like file systems)');
+        test.skip();
+        return;
+      }
+      for (const open of [openSqliteStore, openThreadedSqliteStore]) {
+        const error = await expectBatonError(open({ path }), 'invalid_input');
+        expect(error.message).toContain(`cannot write the SQLite database ${path}`);
+      }
+    } finally {
+      immutable(path, false);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

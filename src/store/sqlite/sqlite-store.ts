@@ -10,7 +10,7 @@
  * second connection, which sees committed data only, never a write still waiting for its COMMIT.
  * See docs/sqlite-durability.md.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Digest } from '../../core/canonical.ts';
@@ -151,6 +151,13 @@ function translateSqliteError(error: unknown): Error {
       errcode,
     });
   }
+  if (primary === 8) {
+    return new BatonError(
+      'unavailable',
+      `the database cannot be written by this process (${error.message}): check the permissions of the file and its folder`,
+      { errcode },
+    );
+  }
   return error;
 }
 
@@ -159,7 +166,14 @@ function translateSqliteError(error: unknown): Error {
  * an error the caller can act on; Baton's own refusals (a newer schema) pass unchanged.
  */
 function cannotOpen(path: string, error: unknown): unknown {
-  const errcode = (error as { errcode?: unknown }).errcode;
+  const { errcode, code } = error as { errcode?: unknown; code?: unknown };
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    return new BatonError(
+      'invalid_input',
+      `cannot write the SQLite database ${path} (${(error as Error).message}): check its permissions or choose another --database path`,
+      { path, code },
+    );
+  }
   if (error instanceof BatonError || typeof errcode !== 'number') return error;
   return new BatonError(
     'invalid_input',
@@ -184,8 +198,9 @@ function prepareFolder(folder: string): void {
   if (basename(folder) === '.baton' && !existsSync(ignore)) writeFileSync(ignore, '*\n');
 }
 
-export function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
-  return Promise.resolve(new SqliteStore(options));
+/** Open a store; a database that cannot be used rejects the promise, as every Store's open does. */
+export async function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
+  return new SqliteStore(options);
 }
 
 /** Apply the pragmas Baton runs SQLite with; the benchmark's raw baseline uses the same ones. */
@@ -224,6 +239,7 @@ export class SqliteStore implements Store {
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
     try {
+      if (options.path !== ':memory:' && existsSync(options.path)) accessSync(options.path, constants.W_OK);
       this.#db = new DatabaseSync(options.path);
     } catch (error) {
       throw cannotOpen(options.path, error);
