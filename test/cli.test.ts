@@ -180,6 +180,14 @@ describe('baton CLI: options out of range and outputs that fail', () => {
     }
   });
 
+  it('says a JSON input file must hold an object, and what it holds instead', async () => {
+    await baton('start', '--no-serve');
+    writeFileSync(join(dir, 'list.json'), '[]');
+    const refused = await baton('session', 'start', 's', '--capabilities', 'list.json');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('list.json must hold a JSON object, not an array');
+  });
+
   it('hints to create the project only when the project is what is missing', async () => {
     const missing = await baton('report');
     expect(missing.code).toBe(1);

@@ -85,6 +85,8 @@ describe('baton work gate as a Stop hook', () => {
     const notYet = baton(['work', 'verify', '--session', 'agent-1']);
     expect(notYet.status).toBe(1);
     expect(notYet.stderr).toMatch(/contract is verifying|not completed|only a started contract/);
+    // The verdicts end their line: the refusal on stderr never runs on after them in a terminal.
+    expect(notYet.stdout).toMatch(/\n$/);
   });
 
   it('allows stopping once the work is verified complete', async () => {
@@ -111,7 +113,7 @@ describe('baton work gate as a Stop hook', () => {
     const verified = baton(['work', 'verify', '--session', 'agent-1']);
     expect(verified.stderr).toBe('');
     expect(verified.status).toBe(0);
-    expect(verified.stdout).toMatch(/: completed\n {2}passed {6}notes \(shell\): exit code 0/);
+    expect(verified.stdout).toMatch(/: completed\n {2}passed {6}notes \(shell\): exit code 0\n$/);
     const allowed = baton(['work', 'gate', '--hook', '--session', 'agent-1'], hookInput);
     expect(allowed).toMatchObject({ status: 0, stdout: '' });
     expect(baton(['work', 'gate', '--session', 'agent-1'])).toMatchObject({

@@ -162,6 +162,7 @@ ${databaseHelp}
           (verdict) =>
             `  ${verdict.verdict.padEnd(11)} ${verdict.criterion_id} (${verdict.kind}): ${verdict.reason}`,
         ),
+        '',
       ].join('\n'),
     );
     if (report.contract_status !== 'completed' && context.values.json !== true) {

@@ -90,7 +90,8 @@ async function jsonFile(context: Context, path: string): Promise<Record<string, 
     throw new UsageError(`${path} is not JSON: ${(error as Error).message}`, { showUsage: false });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new UsageError(`${path} holds a JSON object`, { showUsage: false });
+    const found = Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
+    throw new UsageError(`${path} must hold a JSON object, not ${found}`, { showUsage: false });
   }
   return value as Record<string, unknown>;
 }
