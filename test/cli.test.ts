@@ -188,6 +188,20 @@ describe('baton CLI: options out of range and outputs that fail', () => {
     expect(refused.stderr).toContain('list.json must hold a JSON object, not an array');
   });
 
+  it('answers a file it cannot read with the JSON error envelope under --json', async () => {
+    await baton('start', '--no-serve');
+    const missing = join(dir, 'missing.txt');
+    const failed = await baton('capture', '--scope', 'w', '--source-id', 'm', '--file', missing, '--json');
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stderr)).toEqual({
+      error: {
+        code: 'invalid_input',
+        message: `ENOENT: no such file or directory, open '${missing}'`,
+        details: { errno: 'ENOENT', syscall: 'open', path: missing },
+      },
+    });
+  });
+
   it('hints to create the project only when the project is what is missing', async () => {
     const missing = await baton('report');
     expect(missing.code).toBe(1);

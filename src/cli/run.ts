@@ -140,6 +140,19 @@ function failure(name: string, command: Command, error: BatonError, values: Valu
   return `${lines.join('\n')}\n`;
 }
 
+/** Input the caller named that the system refused; anything else (a port in use) is unavailable. */
+const inputErrnos = new Set(['ENOENT', 'EISDIR', 'ENOTDIR', 'EACCES', 'EPERM', 'EEXIST', 'ENAMETOOLONG']);
+
+/** A system error as the --json error envelope's BatonError, its errno code and path in the details. */
+function systemFailure(error: NodeJS.ErrnoException): BatonError {
+  const code = error.code!;
+  return new BatonError(inputErrnos.has(code) ? 'invalid_input' : 'unavailable', error.message, {
+    errno: code,
+    syscall: error.syscall,
+    ...(error.path === undefined ? {} : { path: error.path }),
+  });
+}
+
 function isSystemError(error: unknown): error is NodeJS.ErrnoException {
   const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
   return (
@@ -201,7 +214,11 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
     }
     if (isSystemError(error)) {
       // A file that is missing, a port in use, a folder not writable: the caller can fix it.
-      io.err(`baton ${name}: ${error.message}\n`);
+      io.err(
+        values.json === true
+          ? failure(name, command, systemFailure(error), values)
+          : `baton ${name}: ${error.message}\n`,
+      );
       return 1;
     }
     throw error;
