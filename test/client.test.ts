@@ -3,6 +3,7 @@
  * temporary folder): one method per registry operation, GET as query parameters, POST as JSON,
  * bearer auth, and every failure as a BatonError with the server's code and data.
  */
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from '../src/app/auth.ts';
 import type { AppDeps } from '../src/app/deps.ts';
@@ -226,6 +227,31 @@ describe('typed client', () => {
     const error = await rejection(offline.getMetrics());
     expect(error.code).toBe('unavailable');
     expect(error.message).toContain(closed.url);
+  });
+
+  it('gives up on a server that accepts and never answers, as unavailable, after its timeout', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, token, timeoutMs: 300 });
+      const error = await rejection(client.getMetrics());
+      expect(error.code).toBe('unavailable');
+      expect(error.message).toBe(`the Baton server at http://127.0.0.1:${port} did not answer within 300 ms`);
+      expect(sockets.length).toBe(1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it('refuses a base URL that is not http(s) as invalid_input', () => {
+    for (const baseUrl of ['127.0.0.1:4680', 'not a url', 'ftp://example.com/']) {
+      expect(() => createClient({ baseUrl, token })).toThrow(
+        expect.objectContaining({ code: 'invalid_input' }) as Error,
+      );
+    }
   });
 
   it('keeps a path prefix of the base URL and maps a bare error status to a code', async () => {

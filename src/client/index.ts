@@ -24,7 +24,15 @@ export interface ClientOptions {
   readonly token: string;
   /** A fetch implementation (tests, proxies); the global fetch by default. */
   readonly fetch?: typeof fetch;
+  /**
+   * How long one request may take, answer included, before it fails as `unavailable`;
+   * default 60,000 ms. A server that accepts the connection and never answers would otherwise
+   * hold the caller for minutes.
+   */
+  readonly timeoutMs?: number;
 }
+
+export const defaultTimeoutMs = 60_000;
 
 type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
   ? `${Head}${Capitalize<CamelCase<Tail>>}`
@@ -117,6 +125,7 @@ export function createClient(options: ClientOptions): BatonClient {
   const base = serverBase(options.baseUrl);
   if (!base.pathname.endsWith('/')) base.pathname += '/';
   const send = options.fetch ?? globalThis.fetch;
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
 
   /** One request; the answer's JSON, or the BatonError of its error envelope. */
   async function request(
@@ -128,8 +137,19 @@ export function createClient(options: ClientOptions): BatonClient {
     const url = new URL(path.replace(/^\//, ''), base);
     const post = method === 'POST';
     let response: Response;
+    const signal = AbortSignal.timeout(timeoutMs);
+    const late = () =>
+      new BatonError(
+        'unavailable',
+        `the Baton server at ${base.origin} did not answer within ${timeoutMs} ms`,
+        {
+          url: url.href,
+          timeout_ms: timeoutMs,
+        },
+      );
     try {
       response = await send(url, {
+        signal,
         method,
         headers: {
           authorization: `Bearer ${options.token}`,
@@ -139,6 +159,7 @@ export function createClient(options: ClientOptions): BatonClient {
         ...(post ? { body: JSON.stringify(body ?? {}) } : {}),
       });
     } catch (error) {
+      if (signal.aborted) throw late();
       throw new BatonError(
         'unavailable',
         `cannot reach the Baton server at ${base.origin}: ${describe(error)}`,
@@ -151,6 +172,7 @@ export function createClient(options: ClientOptions): BatonClient {
     try {
       text = await response.text();
     } catch (error) {
+      if (signal.aborted) throw late();
       throw new BatonError('unavailable', `the answer from ${base.origin} broke off: ${describe(error)}`, {
         url: url.href,
       });
