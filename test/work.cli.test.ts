@@ -219,17 +219,21 @@ describe('[work] in baton.toml', () => {
     writeFileSync(join(dir, 'baton.toml'), '[work]\nmax_items = 1\nfoo = "bar"\n\n[models]\nroute = "x"\n');
     ok(await baton('session', 'start', 's1'));
     const created = await baton('work', 'create', 's1', '--file', 'contract.json');
-    expect(created.stderr).toContain('warning: baton.toml: unknown key work.foo is ignored\n');
+    const unknown = `warning: ${join(dir, 'baton.toml')}: unknown key work.foo is ignored\n`;
+    expect(created.stderr).toContain(unknown);
     expect(created.code).toBe(1);
     expect(created.stderr).toContain('"rule":"too_many_items"');
     const shown = ok(await baton('work', 'show', 's1'));
-    expect(shown.stderr).toBe('warning: baton.toml: unknown key work.foo is ignored\n');
+    expect(shown.stderr).toBe(unknown);
     expect(shown.stdout).toContain('No work contract in this session.');
 
     // Another file with --config; confirmation = "always" leaves a new contract a draft.
     writeFileSync(join(dir, 'other.toml'), '[work]\nconfirmation = "always"\ndefault_mode = "managed"\n');
     const session = ok(await baton('session', 'start', 's2', '--config', 'other.toml', '--json'));
     expect(JSON.parse(session.stdout)).toMatchObject({ work_mode: 'managed' });
+    writeFileSync(join(dir, 'odd.toml'), '[work]\nunknown_key = 1\n');
+    const odd = ok(await baton('work', 'show', 's2', '--config', 'odd.toml'));
+    expect(odd.stderr).toBe(`warning: ${join(dir, 'odd.toml')}: unknown key work.unknown_key is ignored\n`);
     const draft = ok(
       await baton('work', 'create', 's2', '--file', 'contract.json', '--config', 'other.toml', '--json'),
     );

@@ -55,12 +55,10 @@ export async function loadConfig(cwd: string, explicit?: string): Promise<Loaded
     throw error;
   }
   try {
-    const { config, warnings } = readWorkConfig(document);
+    const { config, warnings } = readWorkConfig(document, path);
     return { work: config, warnings, path };
   } catch (error) {
-    if (error instanceof BatonError) {
-      throw new UsageError(error.message.replace(/^baton\.toml: /, `${path}: `), { showUsage: false });
-    }
+    if (error instanceof BatonError) throw new UsageError(error.message, { showUsage: false });
     throw error;
   }
 }

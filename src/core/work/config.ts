@@ -20,22 +20,28 @@ export type WorkConfig = z.output<typeof workConfigSchema>;
 
 export const defaultWorkConfig: WorkConfig = workConfigSchema.parse({});
 
-/** Read `[work]` from a parsed baton.toml (any value); unknown keys become warnings. */
-export function readWorkConfig(document: unknown): { config: WorkConfig; warnings: string[] } {
+/**
+ * Read `[work]` from a parsed baton.toml (any value); unknown keys become warnings. Messages
+ * name the file as `file` (default baton.toml).
+ */
+export function readWorkConfig(
+  document: unknown,
+  file = 'baton.toml',
+): { config: WorkConfig; warnings: string[] } {
   const warnings: string[] = [];
   const section = (document as { work?: unknown } | null | undefined)?.work;
   if (section === undefined) return { config: defaultWorkConfig, warnings };
   if (typeof section !== 'object' || section === null || Array.isArray(section)) {
-    throw new BatonError('invalid_input', 'baton.toml: [work] must be a table', { key: 'work' });
+    throw new BatonError('invalid_input', `${file}: [work] must be a table`, { key: 'work' });
   }
   const known = new Set(Object.keys(workConfigSchema.shape));
   for (const key of Object.keys(section)) {
-    if (!known.has(key)) warnings.push(`baton.toml: unknown key work.${key} is ignored`);
+    if (!known.has(key)) warnings.push(`${file}: unknown key work.${key} is ignored`);
   }
   const parsed = workConfigSchema.safeParse(section);
   if (!parsed.success) {
     const issue = schemaIssues(parsed.error)[0]!;
-    throw new BatonError('invalid_input', `baton.toml: work.${issue.path} ${issue.message}`, {
+    throw new BatonError('invalid_input', `${file}: work.${issue.path} ${issue.message}`, {
       key: `work.${issue.path}`,
       issues: schemaIssues(parsed.error),
     });
