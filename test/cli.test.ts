@@ -180,6 +180,18 @@ describe('baton CLI: options out of range and outputs that fail', () => {
     }
   });
 
+  it('refuses a session workspace that is not a folder, before anything is written', async () => {
+    await baton('start', '--no-serve');
+    writeFileSync(join(dir, 'a-file'), 'x');
+    for (const workspace of [join(dir, 'nonexistent'), join(dir, 'a-file')]) {
+      const refused = await baton('session', 'start', 'v', '--workspace', workspace, '--mode', 'managed');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`--workspace ${workspace} is not a folder on this machine`);
+    }
+    expect((await baton('read', '--session', 'v')).code).toBe(1);
+    expect((await baton('session', 'start', 'v', '--workspace', '.')).code).toBe(0);
+  });
+
   it('says a JSON input file must hold an object, and what it holds instead', async () => {
     await baton('start', '--no-serve');
     writeFileSync(join(dir, 'list.json'), '[]');

@@ -5,7 +5,7 @@
  * terminal (actor human "cli") with the `[work]` configuration of baton.toml. `--json` prints
  * the answer exactly (a WorkSnapshot, or the session header for `session start`).
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createClient, methodName } from '../../client/index.ts';
 import { workItemStatuses } from '../../core/work/model.ts';
@@ -52,6 +52,14 @@ const options = { ...transportOptions, ...configOption, contract: { type: 'strin
 const commonHelp = `  --contract ID         the contract to change (default: the session's live one)
 ${configHelp}
 ${transportHelp}`;
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
 
 /** Exactly the named positionals, or a usage error that names them. */
 function positionals(context: Context, names: readonly string[]): string[] {
@@ -141,7 +149,14 @@ ${transportHelp}`,
   async run(context) {
     const [session_id] = positionals(context, ['SESSION']);
     const values = context.values;
-    const workspace = text(values, 'workspace');
+    const given = text(values, 'workspace');
+    const workspace = given === undefined ? undefined : resolve(context.cwd, given);
+    if (workspace !== undefined && !(await isDirectory(workspace))) {
+      // The verifier and the gate run in it: a typo would only surface at the first verification.
+      throw new UsageError(
+        `--workspace ${given} is not a folder on this machine: name the folder the session works in`,
+      );
+    }
     const parent = text(values, 'parent');
     const parentContract = text(values, 'parent-contract');
     const parentItem = text(values, 'parent-item');
@@ -152,7 +167,7 @@ ${transportHelp}`,
     const capabilities = text(values, 'capabilities');
     const header = await callWork(context, 'start_session', {
       session_id,
-      ...(workspace === undefined ? {} : { workspace: resolve(context.cwd, workspace) }),
+      ...(workspace === undefined ? {} : { workspace }),
       ...(parent === undefined ? {} : { parent_session_id: parent }),
       ...(parentContract === undefined ? {} : { contract_id: parentContract }),
       ...(parentItem === undefined ? {} : { work_item_id: parentItem }),
