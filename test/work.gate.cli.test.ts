@@ -122,10 +122,11 @@ describe('baton work gate as a Stop hook', () => {
     });
   });
 
-  it('allows a session that holds no managed work, and refuses --server', () => {
+  it('allows a session that holds no managed work, saying so on stderr, and refuses --server', () => {
     expect(baton(['work', 'gate', '--hook', '--session', 'never-started'], hookInput)).toMatchObject({
       status: 0,
       stdout: '',
+      stderr: 'warning: no session never-started in project acme: nothing to gate\n',
     });
     const refused = baton(['work', 'gate', '--session', 'agent-1', '--server', 'http://127.0.0.1:1']);
     expect(refused.status).toBe(2);

@@ -85,14 +85,17 @@ ${databaseHelp}
     if (hook) await hookInput();
     const deps = await appDeps(context);
     let result: Awaited<ReturnType<typeof stopGate>> | undefined;
+    const project_id = await context.project();
     try {
-      result = await stopGate(deps, await context.project(), {
+      result = await stopGate(deps, project_id, {
         session_id,
         ...(max_blocks === undefined ? {} : { max_blocks }),
       });
     } catch (error) {
-      // A session that does not exist holds no managed work: nothing to gate.
+      // A session that does not exist holds no managed work: nothing to gate. Said on stderr,
+      // because a mistyped --session in a Stop hook would otherwise never block, silently.
       if (!isBatonError(error, 'not_found')) throw error;
+      context.io.err(`warning: no session ${session_id} in project ${project_id}: nothing to gate\n`);
     }
     const blocked = result?.decision === 'block';
     const reasons = result?.decision === 'block' ? result.reasons.map((reason) => reason.message) : [];
