@@ -1,7 +1,52 @@
 /** Requests Fastify could trip over before a route runs, and query values that must not coerce. */
+import { connect, createServer, type Socket } from 'node:net';
+import type { ConnectionError, FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerClientError, errorEnvelopeSchema } from '../src/http/errors.ts';
 import { rawRequest, startHarness, type HttpHarness } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
+
+interface SocketReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly text: string;
+}
+
+/**
+ * Bytes written as they are on a fresh connection, for requests node:http will not send; the
+ * reply is read until the server closes the connection.
+ */
+function sendBytes(port: number, bytes: string): Promise<SocketReply> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the server left the connection open'));
+    }, 5000);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const [head = '', text = ''] = raw.split(/\r\n\r\n(.*)/s);
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]);
+      if (!status) {
+        reject(new Error(`no HTTP reply: ${JSON.stringify(raw)}`));
+        return;
+      }
+      const headers = Object.fromEntries(
+        lines.map((line) => [
+          line.slice(0, line.indexOf(':')).toLowerCase(),
+          line.slice(line.indexOf(':') + 1).trim(),
+        ]),
+      );
+      resolve({ status, headers, text });
+    });
+    socket.write(bytes);
+  });
+}
 
 describe('edges of the HTTP surface', () => {
   let h: HttpHarness;
@@ -24,6 +69,15 @@ describe('edges of the HTTP surface', () => {
       },
     });
 
+  /** The reply is the error envelope with this status and code, as JSON, on a closing connection. */
+  function expectEnvelope(reply: SocketReply, status: number, code: string): void {
+    expect(reply.status, reply.text).toBe(status);
+    expect(reply.headers['content-type']).toMatch(/^application\/json/);
+    const body = errorEnvelopeSchema.parse(JSON.parse(reply.text));
+    expect(body.error.code).toBe(code);
+    expect(body.error.details).toEqual({});
+  }
+
   it('answers a malformed URL with 400 in the error shape', async () => {
     const reply = await send('/v1/%zz');
     expect(reply.status).toBe(400);
@@ -38,9 +92,123 @@ describe('edges of the HTTP surface', () => {
     }
   });
 
+  it('refuses through or position without scope_id, as the CLI does, instead of ignoring them', async () => {
+    for (const field of ['through', 'position']) {
+      const reply = await send(`/v1/work/report?${field}=1`);
+      expect(reply.status, field).toBe(422);
+      expect(JSON.parse(reply.text)).toMatchObject({
+        error: { code: 'invalid_input', details: { issues: [{ path: field }] } },
+      });
+    }
+    expect((await send('/v1/work/report?scope_id=relay&through=0')).status).toBe(200);
+  });
+
   it('does not echo the body back in a JSON syntax error', async () => {
     const reply = await send('/v1/work/sources/capture', 'POST', '{"scope_id": baton_secret_value}');
     expect(reply.status).toBe(400);
     expect(reply.text).not.toContain('baton_secret_value');
+  });
+
+  describe('requests the HTTP parser refuses, answered in the error envelope on a closing connection', () => {
+    const host = () => `Host: 127.0.0.1:${h.port}\r\n`;
+
+    it('431 payload_too_large for headers over the limit', async () => {
+      const reply = await sendBytes(
+        h.port,
+        `GET /healthz HTTP/1.1\r\n${host()}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      );
+      expectEnvelope(reply, 431, 'payload_too_large');
+      expect(reply.headers.connection).toBe('close');
+    });
+
+    it('400 invalid_input for a malformed request line, naming the parser error only', async () => {
+      const reply = await sendBytes(h.port, `NOT A REQUEST\r\n${host()}\r\n`);
+      expectEnvelope(reply, 400, 'invalid_input');
+      expect(reply.headers.connection).toBe('close');
+      expect(reply.text).toContain('HPE_');
+    });
+
+    it('400 invalid_input for a bad chunked body', async () => {
+      const reply = await sendBytes(
+        h.port,
+        `POST /v1/work/sources/capture HTTP/1.1\r\n${host()}authorization: Bearer ${h.tokens.writer}\r\n` +
+          'content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+      );
+      expectEnvelope(reply, 400, 'invalid_input');
+      expect(reply.headers.connection).toBe('close');
+      expect(reply.text).not.toContain(h.tokens.writer);
+    });
+
+    it('400 invalid_input for a request without a Host header, HTTP/1.1 or 1.0', async () => {
+      for (const version of ['1.1', '1.0']) {
+        const reply = await sendBytes(h.port, `GET /healthz HTTP/${version}\r\nConnection: close\r\n\r\n`);
+        expectEnvelope(reply, 400, 'invalid_input');
+        expect(errorEnvelopeSchema.parse(JSON.parse(reply.text)).error.message).toContain('Host');
+      }
+    });
+
+    it('still serves the next connection', async () => {
+      await sendBytes(h.port, 'NOT A REQUEST\r\n\r\n');
+      expect((await send('/healthz')).status).toBe(200);
+    });
+  });
+});
+
+describe('answerClientError on a socket that cannot take an answer', () => {
+  const app = { log: { info: () => undefined } } as unknown as FastifyInstance;
+  const answer = answerClientError.bind(app);
+  const parseError = Object.assign(new Error('Parse Error'), {
+    code: 'HPE_INVALID_METHOD',
+  }) as ConnectionError;
+
+  /** A connected pair: the server's end, and what the client end received until it closed. */
+  async function pair(): Promise<{ server: Socket; received: Promise<string>; close: () => void }> {
+    const listener = createServer();
+    const accepted = new Promise<Socket>((resolve) => listener.once('connection', resolve));
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const { port } = listener.address() as { port: number };
+    const client = connect({ host: '127.0.0.1', port });
+    let text = '';
+    client.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    client.on('error', () => undefined);
+    const received = new Promise<string>((resolve) => client.on('close', () => resolve(text)));
+    const server = await accepted;
+    return { server, received, close: () => listener.close() };
+  }
+
+  it('does nothing to a destroyed socket, and does not throw', async () => {
+    const { server, received, close } = await pair();
+    server.destroy();
+    expect(() => answer(parseError, server)).not.toThrow();
+    expect(await received).toBe('');
+    close();
+  });
+
+  it('closes a socket that is no longer writable without writing to it', async () => {
+    const { server, received, close } = await pair();
+    server.end();
+    expect(() => answer(parseError, server)).not.toThrow();
+    expect(await received).toBe('');
+    expect(server.destroyed).toBe(true);
+    close();
+  });
+
+  it('closes a socket whose response is already under way instead of writing a second one into it', async () => {
+    const { server, received, close } = await pair();
+    server.write('HTTP/1.1 200 OK\r\n');
+    Object.assign(server, { _httpMessage: { headersSent: true } });
+    answer(parseError, server);
+    expect(await received).toBe('HTTP/1.1 200 OK\r\n');
+    close();
+  });
+
+  it('answers a writable socket once, then closes it', async () => {
+    const { server, received, close } = await pair();
+    answer(parseError, server);
+    answer(parseError, server);
+    const text = await received;
+    expect(text.match(/HTTP\/1\.1/g)).toHaveLength(1);
+    expect(text).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    close();
   });
 });

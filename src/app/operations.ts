@@ -150,12 +150,24 @@ export const operations: readonly Operation[] = [
     summary: 'The Handoff Report of the project or one workstream, as JSON or human Markdown.',
     access: 'read',
     idempotent: true,
-    input: z.strictObject({
-      scope_id: scopeIdSchema.optional(),
-      through: revision.optional(),
-      position: revision.optional(),
-      format: z.enum(['json', 'markdown']).default('json'),
-    }),
+    input: z
+      .strictObject({
+        scope_id: scopeIdSchema.optional(),
+        through: revision.optional(),
+        position: revision.optional(),
+        format: z.enum(['json', 'markdown']).default('json'),
+      })
+      .superRefine((input, context) => {
+        if (input.scope_id !== undefined) return;
+        for (const field of ['through', 'position'] as const) {
+          if (input[field] !== undefined)
+            context.addIssue({
+              code: 'custom',
+              path: [field],
+              message: `${field} reads one workstream: name it with scope_id`,
+            });
+        }
+      }),
     run: async (deps, project_id, input) => {
       const markdown = input.format === 'markdown';
       if (input.scope_id === undefined) {

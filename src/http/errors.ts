@@ -1,10 +1,13 @@
 /**
  * The one map from errors to HTTP: a BatonError becomes its status and the envelope
  * `{error: {code, message, details}}`; Fastify's own client errors (body too large, bad content
- * type, malformed request) join the same envelope as 4xx; anything else is a logged 500 whose
- * message says nothing about its cause.
+ * type, malformed request) and the requests Node's HTTP parser refuses (headers too large, bad
+ * request line or chunked body) join the same envelope as 4xx; anything else is a logged 500
+ * whose message says nothing about its cause.
  */
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Socket } from 'node:net';
+import { STATUS_CODES } from 'node:http';
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { BatonError, errorCodes, type ErrorCode, type ErrorData } from '../core/errors.ts';
 
@@ -103,6 +106,55 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: u
     ? envelope('internal', encoded.body.error.message, { request_id: request.id })
     : encoded.body;
   return reply.code(encoded.status).type('application/json; charset=utf-8').send(body);
+}
+
+/**
+ * The status and envelope of a request Node's parser refused. The codes of the parser (HPE_…)
+ * name what was wrong without echoing any of the request's bytes. Headers over the limit keep
+ * their own status 431 and take the code of every other too-large request.
+ */
+function parserError(code: string): { status: number; body: ErrorEnvelope } {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return {
+        status: 431,
+        body: envelope('payload_too_large', 'the request headers are larger than the server accepts'),
+      };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return {
+        status: 413,
+        body: envelope('payload_too_large', 'the chunk extensions are larger than the server accepts'),
+      };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, body: envelope('invalid_input', 'the request did not arrive in time') };
+    default:
+      return { status: 400, body: envelope('invalid_input', `the request is malformed (${code})`) };
+  }
+}
+
+/**
+ * Fastify's clientErrorHandler: answers on the raw socket, then closes it, since the parser
+ * cannot find where the next request starts. Nothing is written to a socket that is gone or that
+ * already carries a response (that would corrupt it), and the error is logged by its code only:
+ * its rawPacket holds the request's bytes, credentials included.
+ */
+export function answerClientError(this: FastifyInstance, error: ConnectionError, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const { status, body } = parserError(error.code);
+  this.log.info({ code: body.error.code, status, reason: error.code }, 'request refused');
+  const text = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(text)}\r\n` +
+      `connection: close\r\n\r\n${text}`,
+    () => socket.destroy(),
+  );
 }
 
 /** One error handler and one not-found handler for the whole app, MCP routes included. */

@@ -1,11 +1,13 @@
 /**
  * DNS-rebinding protection for every route, /mcp included: the Host header must name an allowed
  * host (the loopback names at the listening port, plus any configured), and an Origin header,
- * when present, must be http(s):// one of them. Anything else is 403 before any other work.
+ * when present, must be http(s):// one of them. Anything else is 403 before any other work; a
+ * request with no Host at all is 400, as HTTP/1.1 requires.
  */
 import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { BatonError } from '../core/errors.ts';
+import { MalformedRequest } from './errors.ts';
 
 /** Whether a listening address or host name stays on this machine. */
 export function isLoopback(host: string): boolean {
@@ -56,7 +58,8 @@ export function guardHosts(app: FastifyInstance, hosts: () => ReadonlySet<string
 
 /** Why a request's Host and Origin are refused, or undefined when they are served. */
 function refusal(allowed: ReadonlySet<string>, host: string | undefined, origin: string | undefined) {
-  if (!host || !allowed.has(host.toLowerCase())) return refused('this Host is not served here');
+  if (!host) return new MalformedRequest('the request has no Host header; name the server in it');
+  if (!allowed.has(host.toLowerCase())) return refused('this Host is not served here');
   if (origin === undefined) return undefined;
   const match = /^https?:\/\/(.+)$/i.exec(origin);
   if (!match || !allowed.has(match[1]!.toLowerCase()))

@@ -13,7 +13,7 @@ import { BatonError } from '../core/errors.ts';
 import { registerMcpRoutes } from '../mcp/http.ts';
 import { bearerToken, registerSessionRoutes } from './auth.ts';
 import { bodyLimit, installJsonParser } from './body.ts';
-import { installErrorHandling, MalformedRequest, sendError } from './errors.ts';
+import { answerClientError, installErrorHandling, MalformedRequest, sendError } from './errors.ts';
 import { allowedHosts, guardHosts, hostWithPort, isLoopback } from './hosts.ts';
 import { loggerOptions } from './logging.ts';
 import { openApiDocument } from './openapi.ts';
@@ -66,6 +66,10 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     bodyLimit,
     forceCloseConnections: 'idle',
     return503OnClosing: false,
+    // Node would answer a request without Host with an empty 400; the Host guard answers it instead.
+    http: { requireHostHeader: false },
+    // Requests Node's parser refuses (headers too large, a bad request line) get the one error shape.
+    clientErrorHandler: answerClientError,
     // Errors Fastify raises before routing (a malformed URL) get the one error shape too.
     frameworkErrors: (error, request, reply) => {
       sendError(
