@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { exportStream, importStream } from '../src/app/ledger.ts';
 import { BatonError } from '../src/core/errors.ts';
+import { headerLine } from '../src/core/ledger/jsonl.ts';
 import type { StreamKey } from '../src/core/ledger/names.ts';
 import { tempSqliteStore } from './helpers/sqlite.ts';
 
@@ -54,17 +55,83 @@ describe('JSONL export and import', () => {
     }
   });
 
-  it('skips a torn last line with a warning', async () => {
+  it('skips a torn line after the last entry with a warning', async () => {
     const source = await seeded();
     try {
       const lines = (await exported(source.store)).trimEnd().split('\n');
-      const torn = [...lines.slice(0, -1), lines.at(-1)!.slice(0, 40)];
+      const torn = [...lines, lines.at(-1)!.slice(0, 40)];
       const into: StreamKey = { ...stream, scope_id: 'restored' };
       const report = await importStream({ store: source.store }, torn, into);
-      expect(report.entries).toBe(4);
-      expect(report.warnings.map((w) => w.line)).toEqual([6]);
+      expect(report.entries).toBe(5);
+      expect(report.warnings.map((w) => w.line)).toEqual([7]);
       expect(report.warnings[0]!.message).toContain('torn last line skipped');
-      expect((await source.store.getStream(into)).head).toBe(4);
+      expect((await source.store.getStream(into)).head).toBe(5);
+    } finally {
+      await source.dispose();
+    }
+  });
+
+  it('refuses an export cut short, at a line or inside the last entry, naming head and count; writes nothing', async () => {
+    const source = await seeded();
+    try {
+      const lines = (await exported(source.store)).trimEnd().split('\n');
+      const into: StreamKey = { ...stream, scope_id: 'restored' };
+      const cuts: [string[], number, string][] = [
+        [lines.slice(0, 4), 3, 'the header says head 5 but the file holds 3 entries:'],
+        [lines.slice(0, 1), 0, 'the header says head 5 but the file holds 0 entries:'],
+        [[...lines.slice(0, -1), lines.at(-1)!.slice(0, 40)], 4, 'holds 4 entries (line 6 is torn):'],
+        [
+          [...lines.slice(0, 2), ...lines.slice(3)],
+          4,
+          'the header says head 5 but the file holds 4 entries:',
+        ],
+      ];
+      for (const [cut, found, message] of cuts) {
+        const refused = await importStream({ store: source.store }, cut, into).catch(
+          (error: unknown) => error,
+        );
+        expect(refused).toBeInstanceOf(BatonError);
+        expect(refused).toMatchObject({
+          code: 'invalid_input',
+          message: expect.stringContaining(message) as string,
+          data: { head: 5, entries: found },
+        });
+      }
+      await expect(source.store.getStream(into)).rejects.toMatchObject({ code: 'not_found' });
+    } finally {
+      await source.dispose();
+    }
+  });
+
+  it('refuses more entries than the header counts', async () => {
+    const source = await seeded();
+    try {
+      const lines = (await exported(source.store)).trimEnd().split('\n');
+      const into: StreamKey = { ...stream, scope_id: 'restored' };
+      const header = lines[0]!.replace('"head":5', '"head":4');
+      await expect(
+        importStream({ store: source.store }, [header, ...lines.slice(1)], into),
+      ).rejects.toMatchObject({ code: 'invalid_input', data: { head: 4, entries: 5 } });
+      await expect(source.store.getStream(into)).rejects.toMatchObject({ code: 'not_found' });
+    } finally {
+      await source.dispose();
+    }
+  });
+
+  it('imports the export of an empty stream (head 0) as an empty stream', async () => {
+    const source = await tempSqliteStore();
+    try {
+      await source.store.createProject('acme');
+      // A handoff committed before any capture leaves a stream with no entries.
+      await source.store.commitRevision({ project_id: 'acme', scope_id: 'auto-refresh' }, 0, {
+        next: 'start',
+      });
+      const text = await exported(source.store);
+      expect(text).toBe(`${headerLine(stream, 0)}\n`);
+      const into: StreamKey = { ...stream, scope_id: 'restored' };
+      const report = await importStream({ store: source.store }, text.split('\n'), into);
+      expect(report).toEqual({ stream: into, entries: 0, warnings: [], unknown_types: {} });
+      expect(await exported(source.store, into)).toBe(`${headerLine(into, 0)}\n`);
     } finally {
       await source.dispose();
     }

@@ -1,7 +1,6 @@
 /** Moving a stream in and out of the ledger as JSONL: `baton ledger export` and `baton ledger import`. */
-import { BatonError } from '../core/errors.ts';
 import { entryLine, headerLine, parseLedgerLines, type ParseWarning } from '../core/ledger/jsonl.ts';
-import { describeStream, type StreamKey } from '../core/ledger/names.ts';
+import type { StreamKey } from '../core/ledger/names.ts';
 import type { Store } from '../store/store.ts';
 
 export interface LedgerDeps {
@@ -37,20 +36,23 @@ export interface ImportReport {
 
 /**
  * Read JSONL lines into a new stream (the one named in the header unless `into` names
- * another). All or nothing: a stream that exists already is a conflict.
+ * another). All or nothing: the whole file is checked before the store writes anything, a file
+ * cut short is invalid_input, and a stream that exists already is a conflict. An export of an
+ * empty stream (head 0) makes an empty stream.
  */
 export async function importStream(
   deps: LedgerDeps,
   lines: AsyncIterable<string> | Iterable<string>,
   into?: StreamKey,
+  options: {
+    /** A project to create if it does not exist, once the file has passed its checks. */
+    readonly createProject?: string;
+  } = {},
 ): Promise<ImportReport> {
   const parsed = await parseLedgerLines(lines);
-  const stream = into ?? parsed.stream;
-  if (parsed.entries.length === 0) {
-    throw new BatonError('invalid_input', `the file holds no entries for ${describeStream(stream)}`);
-  }
+  if (options.createProject !== undefined) await deps.store.createProject(options.createProject);
   const info = await deps.store.importEntries(
-    stream,
+    into ?? parsed.stream,
     parsed.entries.map(({ schema: _schema, ...entry }) => entry),
   );
   return {

@@ -13,6 +13,12 @@ export interface Io {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The working directory: where the Git binding is looked up. Default process.cwd(). */
   readonly cwd?: string;
+  /**
+   * Resolves once everything given to out so far has been written: true, or false when the
+   * output failed (whoever owns it has then said so and made the exit code 1). Absent when out
+   * cannot fail.
+   */
+  readonly flushed?: () => Promise<boolean>;
 }
 
 /** A mistake in how the command was called: exit 2, with the command's usage unless told not to. */

@@ -25,6 +25,11 @@ const code = await run(process.argv.slice(2), {
     if (!outputFailed) process.stdout.write(text);
   },
   err: (text) => process.stderr.write(text),
+  flushed: () =>
+    new Promise((resolve) => {
+      if (outputFailed) resolve(false);
+      else process.stdout.write('', (error) => resolve(!error && !outputFailed));
+    }),
   env: process.env,
 });
 if (!(outputFailed && process.exitCode === 1)) process.exitCode = code;

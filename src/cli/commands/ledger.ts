@@ -3,9 +3,12 @@
  * and JSONL export and import. capture and retract are operations (they work on a server too);
  * the others read or write the local store directly, as an administrator would.
  */
+import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { finished } from 'node:stream/promises';
 import { exportStream, importStream } from '../../app/ledger.ts';
 import type { JsonValue } from '../../core/json.ts';
 import { entryLine } from '../../core/ledger/jsonl.ts';
@@ -50,6 +53,88 @@ function streamFrom(values: Values): StreamKey {
 async function* lines(path: string): AsyncGenerator<string> {
   const input = path === '-' ? process.stdin : createReadStream(path, 'utf8');
   yield* createInterface({ input, crlfDelay: Infinity });
+}
+
+/**
+ * A file error that says what to do about --out, keeping the errno fields so that run() reports
+ * it in one line with exit 1 (a system error the caller can fix).
+ */
+function outError(cause: NodeJS.ErrnoException, message: string): NodeJS.ErrnoException {
+  const { code, syscall, path } = cause;
+  return Object.assign(new Error(message, { cause }), { code, syscall, path });
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  return stat(path).then(
+    (found) => found.isDirectory(),
+    () => false,
+  );
+}
+
+async function cannotCreate(given: string, path: string, error: NodeJS.ErrnoException): Promise<Error> {
+  if (error.code === 'EISDIR' || (await isFolder(path))) {
+    return outError(
+      error,
+      `--out ${given} is a folder: name a file in it, such as ${join(given, 'export.jsonl')}`,
+    );
+  }
+  switch (error.code) {
+    case 'EEXIST':
+      return outError(error, `--out ${given} exists: choose another file or remove it`);
+    case 'ENOENT':
+      if (await isFolder(dirname(path))) break;
+      return outError(
+        error,
+        `--out ${given}: the folder ${dirname(path)} does not exist: create it or choose another path`,
+      );
+    case 'ENOTDIR':
+      return outError(
+        error,
+        `--out ${given}: part of ${dirname(path)} is a file, not a folder: choose another path`,
+      );
+  }
+  return outError(
+    error,
+    `--out ${given} cannot be created (${error.message}): choose a place you can write to`,
+  );
+}
+
+/**
+ * Create the file --out names (never an existing one) and fill it through write; resolves once
+ * every byte is written, flushed to disk and the file closed. On any failure the file is
+ * removed, so an export is whole or absent.
+ */
+async function writeNewFile<T>(
+  given: string,
+  cwd: string,
+  fill: (write: (chunk: string) => Promise<void>) => Promise<T>,
+): Promise<T> {
+  const path = resolve(cwd, given);
+  const file = createWriteStream(path, { flags: 'wx', flush: true });
+  let failure: NodeJS.ErrnoException | undefined;
+  file.on('error', (error) => (failure ??= error));
+  try {
+    await once(file, 'open');
+  } catch (error) {
+    throw await cannotCreate(given, path, error as NodeJS.ErrnoException);
+  }
+  try {
+    const result = await fill(async (chunk) => {
+      if (failure) throw failure;
+      if (!file.write(chunk)) await once(file, 'drain');
+    });
+    file.end();
+    await finished(file);
+    return result;
+  } catch (error) {
+    file.destroy();
+    await rm(path, { force: true });
+    if (!failure) throw error;
+    throw outError(
+      failure,
+      `--out ${given} could not be written (${failure.message}); the partial file was removed`,
+    );
+  }
 }
 
 /** Projects and their streams with entry counts, as people read them. */
@@ -184,7 +269,8 @@ const ledgerExport: Command = {
   usage: `baton ledger export (<session> | --session ID | --scope SCOPE_ID) [--out FILE] [--project ID]
 
   SESSION      the session stream to export (the same as --session SESSION)
-  --out FILE   write there instead of stdout; progress goes to stderr
+  --out FILE   write a new file there instead of stdout (an existing one is refused, and the
+               file is removed again if the export fails); progress goes to stderr
 ${databaseHelp}`,
   examples: [
     'baton ledger export fix-login --out fix-login.jsonl',
@@ -200,26 +286,24 @@ ${databaseHelp}`,
     }
     const stream = streamFrom(session === undefined ? values : { ...values, session });
     const out = text(values, 'out');
-    const file = out === undefined ? undefined : createWriteStream(out, { flags: 'wx' });
-    const write = file
-      ? (chunk: string) =>
-          new Promise<void>((resolve, reject) =>
-            file.write(chunk, (error) => (error ? reject(error) : resolve())),
-          )
-      : io.out;
-    try {
-      const { entries } = await exportStream(
-        { store: await context.store() },
-        stream,
-        write,
-        (done, total) => {
-          if (done % 10_000 === 0) io.err(`exported ${done}/${total} entries\n`);
-        },
-      );
-      io.err(`exported ${entries} entries of ${describeStream(stream)}${out ? ` to ${out}` : ''}\n`);
-    } finally {
-      if (file) await new Promise<void>((resolve) => file.end(resolve));
+    if (out === '') {
+      throw new UsageError('--out is empty: name a file, or leave --out off to write to stdout', {
+        showUsage: false,
+      });
     }
+    const store = await context.store();
+    const exportTo = (write: (chunk: string) => void | Promise<void>) =>
+      exportStream({ store }, stream, write, (done, total) => {
+        if (done % 10_000 === 0) io.err(`exported ${done}/${total} entries\n`);
+      });
+    // The success line comes only after the file is whole, flushed and closed.
+    const { entries } =
+      out === undefined ? await exportTo(io.out) : await writeNewFile(out, context.cwd, exportTo);
+    // Standard output that failed (a full disk) has been reported: no success line then.
+    if (out === undefined && (await io.flushed?.()) === false) return;
+    io.err(
+      `exported ${entries} entries of ${describeStream(stream)}${out === undefined ? '' : ` to ${out}`}\n`,
+    );
   },
 };
 
@@ -228,8 +312,9 @@ const ledgerImport: Command = {
     'read a JSONL export into a new stream (the one in its header unless --scope/--session names another)',
   usage: `baton ledger import FILE [--scope SCOPE_ID | --session ID] [--project ID]
 
-  FILE   a file written by baton ledger export, or - for stdin. A torn last line is skipped
-         with a warning; entry types this Baton does not know are kept and listed.
+  FILE   a file written by baton ledger export, or - for stdin. It must hold the header's
+         head entries: a file cut short is refused and nothing is written. A torn line after
+         them is skipped with a warning; entry types this Baton does not know are kept and listed.
 ${databaseHelp}`,
   examples: ['baton ledger import my-work.jsonl --scope restored'],
   options: streamOptions,
@@ -240,9 +325,13 @@ ${databaseHelp}`,
       throw new UsageError('give exactly one FILE (or - for stdin)');
     const into = values.scope !== undefined || values.session !== undefined ? streamFrom(values) : undefined;
     const store = await context.store();
-    const project = into?.project_id ?? text(values, 'project');
-    if (project !== undefined) await store.createProject(project);
-    const report = await importStream({ store }, lines(path), into);
+    const createProject = into?.project_id ?? text(values, 'project');
+    const report = await importStream(
+      { store },
+      lines(path),
+      into,
+      createProject === undefined ? {} : { createProject },
+    );
     for (const warning of report.warnings) io.err(`warning: line ${warning.line}: ${warning.message}\n`);
     for (const [type, count] of Object.entries(report.unknown_types)) {
       io.err(`note: kept ${count} entr${count === 1 ? 'y' : 'ies'} of unknown type ${type}\n`);

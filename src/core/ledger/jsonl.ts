@@ -1,8 +1,8 @@
 /**
  * The JSONL form of a stream: a header line, then one canonical JSON line per entry in
  * position order. Export is a pure function of the entries, so exporting an imported
- * stream gives the same bytes. Parsing keeps unknown entry types and skips only a torn
- * last line, with a warning.
+ * stream gives the same bytes. Parsing keeps unknown entry types, refuses a file whose
+ * entries do not number the header's head, and skips only a torn line after them, with a warning.
  */
 import { z } from 'zod';
 import { canonicalJson, digestPattern, type Digest } from '../canonical.ts';
@@ -62,8 +62,10 @@ export interface ParsedLedger {
 }
 
 /**
- * Parse JSONL lines (without their newlines). Only the last non-empty line may be torn; a
- * bad line anywhere else is invalid_input, since entries after it could not be trusted.
+ * Parse JSONL lines (without their newlines). The file must hold exactly the header's head
+ * entries, so an export cut short is invalid_input, not a shorter stream. Only the last
+ * non-empty line may be torn, and only after those entries; a bad line anywhere else is
+ * invalid_input, since entries after it could not be trusted.
  */
 export async function parseLedgerLines(
   lines: AsyncIterable<string> | Iterable<string>,
@@ -105,9 +107,17 @@ export async function parseLedgerLines(
     if (!knownEntryTypes.has(entry.type)) unknown_types[entry.type] = (unknown_types[entry.type] ?? 0) + 1;
     entries.push(entry);
   }
+  if (!header) throw new BatonError('invalid_input', 'the file has no baton.ledger-export/v1 header line');
+  if (entries.length !== header.head) {
+    const torn = pending ? ` (line ${pending.number} is torn)` : '';
+    throw new BatonError(
+      'invalid_input',
+      `the header says head ${header.head} but the file holds ${entries.length} entr${entries.length === 1 ? 'y' : 'ies'}${torn}: the export is incomplete or was edited; export the stream again`,
+      { head: header.head, entries: entries.length },
+    );
+  }
   if (pending) {
     warnings.push({ line: pending.number, message: `torn last line skipped (${pending.reason})` });
   }
-  if (!header) throw new BatonError('invalid_input', 'the file has no baton.ledger-export/v1 header line');
   return { stream: header.stream, entries, warnings, unknown_types };
 }
