@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -190,6 +190,22 @@ describe('baton CLI: options out of range and outputs that fail', () => {
     }
     expect((await baton('read', '--session', 'v')).code).toBe(1);
     expect((await baton('session', 'start', 'v', '--workspace', '.')).code).toBe(0);
+  });
+
+  it('refuses words after a command that takes options only, before doing anything', async () => {
+    for (const args of [
+      ['init', 'extra'],
+      ['report', 's1'],
+      ['mcp', 'extra'],
+      ['status', 'x'],
+    ]) {
+      const refused = await baton(...args);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.stderr).toContain(
+        `unexpected argument "${args[1]}": baton ${args[0]} takes options only`,
+      );
+    }
+    expect(existsSync(join(dir, '.baton'))).toBe(false);
   });
 
   it('says a JSON input file must hold an object, and what it holds instead', async () => {

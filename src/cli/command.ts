@@ -46,6 +46,8 @@ export interface Command {
   readonly options: Options;
   /** The registry operations this command calls (for the coverage test and docs). */
   readonly operations?: readonly string[];
+  /** True when the command reads words after its name (and checks them itself); else any is refused. */
+  readonly positionals?: true;
   /** Input paths of an invalid_input error, mapped to the option that sets them. */
   readonly fields?: Readonly<Record<string, string>>;
   run(context: Context): Promise<void>;

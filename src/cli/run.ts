@@ -197,6 +197,13 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
       io.out(help(command));
       return 0;
     }
+    const [unexpected] = parsed.positionals;
+    if (!command.positionals && unexpected !== undefined) {
+      // `baton report s1` would otherwise print the whole project's report, not s1's.
+      throw new UsageError(
+        `unexpected argument ${JSON.stringify(unexpected)}: baton ${name} takes options only`,
+      );
+    }
     context = createContext(values, parsed.positionals, io);
     await command.run(context);
     return 0;

@@ -7,6 +7,7 @@ import { readBinding, removeBinding, writeBinding } from '../binding.ts';
 import { checkedProject, common, projectHelp, projectOption, UsageError, type Command } from '../command.ts';
 
 const bind: Command = {
+  positionals: true,
   summary: 'bind this Git work tree to a workstream (stored inside .git, never tracked)',
   usage: `baton bind SCOPE_ID [--project ID]      baton bind --show [--json]
 
@@ -50,6 +51,7 @@ ${projectHelp}
 };
 
 const unbind: Command = {
+  positionals: true,
   summary: "remove this Git work tree's workstream binding",
   usage: 'baton unbind [--json]',
   examples: ['baton unbind'],

@@ -35,6 +35,7 @@ import {
 } from './inputs.ts';
 
 const handoff: Command = {
+  positionals: true,
   summary: 'one-line handoff: prepare the current work and commit the next revision of the workstream',
   usage: `baton handoff "NEXT ACTION" [options]
 
@@ -217,6 +218,7 @@ const ackStatuses = {
 } as const;
 
 const ack: Command = {
+  positionals: true,
   summary: 'acknowledge one exact handoff: accepted, needs-clarification or declined',
   usage: `baton ack (accepted | needs-clarification | declined) [options]
 

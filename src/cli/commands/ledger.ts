@@ -174,6 +174,7 @@ const status: Command = {
 };
 
 const projectCreate: Command = {
+  positionals: true,
   summary: 'create a project (an existing one is left as it is)',
   usage: `baton project create <project_id>\n\n${databaseHelp}`,
   examples: ['baton project create billing'],
@@ -265,6 +266,7 @@ const read: Command = {
 };
 
 const ledgerExport: Command = {
+  positionals: true,
   summary: 'write a stream as JSONL: a baton.ledger-export/v1 header, then one baton.entry/v1 line per entry',
   usage: `baton ledger export (<session> | --session ID | --scope SCOPE_ID) [--out FILE] [--project ID]
 
@@ -308,6 +310,7 @@ ${databaseHelp}`,
 };
 
 const ledgerImport: Command = {
+  positionals: true,
   summary:
     'read a JSONL export into a new stream (the one in its header unless --scope/--session names another)',
   usage: `baton ledger import FILE [--scope SCOPE_ID | --session ID] [--project ID]

@@ -127,6 +127,7 @@ ${transportHelp}`,
 };
 
 const experienceReview: Command = {
+  positionals: true,
   summary: 'approve or reject one experience candidate, once, with a note',
   usage: `baton experience review CANDIDATE --decision approved|rejected --note TEXT [options]
 
@@ -214,6 +215,7 @@ ${transportHelp}`,
 };
 
 const call: Command = {
+  positionals: true,
   summary: 'call any operation by its operationId with a JSON input; prints the JSON result',
   usage: `baton call OPERATION_ID [--input JSON | --input-file FILE] [options]
 

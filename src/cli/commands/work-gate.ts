@@ -55,6 +55,7 @@ async function hookInput(): Promise<Record<string, unknown>> {
 }
 
 const gate: Command = {
+  positionals: true,
   summary: 'decide whether an agent may stop: blocks while managed work is unfinished or unverified',
   usage: `baton work gate --session ID [--hook] [--max-blocks N] [--json]
 
@@ -129,6 +130,7 @@ ${databaseHelp}
 };
 
 const verify: Command = {
+  positionals: true,
   summary: "run a session's criteria (shell criteria in the read-only sandbox) and print each verdict",
   usage: `baton work verify --session ID [--json]
 

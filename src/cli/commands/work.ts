@@ -111,6 +111,7 @@ function printWork(context: Context, snapshot: unknown): void {
 const revisionHelp = `  --revision N          the revision you read (baton work show); a newer one refuses with revision_conflict`;
 
 const sessionStart: Command = {
+  positionals: true,
   summary: 'start a session stream with its header (workspace, lineage, capabilities)',
   usage: `baton session start <session> [--workspace DIR] [--parent ID] [--capabilities FILE] [options]
 
@@ -179,6 +180,7 @@ ${transportHelp}`,
 };
 
 const show: Command = {
+  positionals: true,
   summary: "a session's projected work: objective, revision, items, owners, blockers, criteria, evidence",
   usage: `baton work show <session> [--json] [options]
 
@@ -195,6 +197,7 @@ ${transportHelp}`,
 };
 
 const create: Command = {
+  positionals: true,
   summary: 'create a validated work contract in a session from a JSON file',
   usage: `baton work create <session> --file FILE [--branch] [options]
 
@@ -219,6 +222,7 @@ ${transportHelp}`,
 };
 
 const confirm: Command = {
+  positionals: true,
   summary: 'answer open assumptions and start a draft or waiting contract',
   usage: `baton work confirm <session> --revision N [--answer ID=TEXT ...] [options]
 
@@ -251,6 +255,7 @@ ${commonHelp}`,
 };
 
 const revise: Command = {
+  positionals: true,
   summary: 'publish the next revision of the live contract from a JSON file',
   usage: `baton work revise <session> --revision N --file FILE [--reason TEXT] [options]
 
@@ -285,6 +290,7 @@ ${commonHelp}`,
 };
 
 const transition: Command = {
+  positionals: true,
   summary: 'move a work item to another status, as a person (the projector decides whether it may)',
   usage: `baton work transition <session> <item> --to STATUS --revision N [--reason TEXT] [options]
 
@@ -322,6 +328,7 @@ function itemCommand(
   summary: string,
 ): Command {
   return {
+    positionals: true,
     summary,
     usage: `baton work ${verb} <session> <item> [--reason TEXT] [options]
 
@@ -357,6 +364,7 @@ function parseOwner(value: string): Record<string, string> {
 }
 
 const reassign: Command = {
+  positionals: true,
   summary: 'give a work item another owner',
   usage: `baton work reassign <session> <item> --owner OWNER [--child-session ID] [options]
 
