@@ -208,6 +208,17 @@ describe('baton CLI: options out of range and outputs that fail', () => {
     expect(existsSync(join(dir, '.baton'))).toBe(false);
   });
 
+  it('status of a project that does not exist is not_found, not an empty answer', async () => {
+    await baton('start', '--no-serve');
+    for (const json of [[], ['--json']]) {
+      const missing = await baton('status', '--project', 'nope', ...json);
+      expect(missing.code).toBe(1);
+      expect(missing.stdout).toBe('');
+      expect(missing.stderr).toContain('project nope does not exist');
+    }
+    expect((await baton('status', '--project', 'default')).stdout).toContain('project default:');
+  });
+
   it('says a JSON input file must hold an object, and what it holds instead', async () => {
     await baton('start', '--no-serve');
     writeFileSync(join(dir, 'list.json'), '[]');

@@ -160,6 +160,8 @@ const status: Command = {
   async run(context: Context) {
     const store = await context.store();
     const only = text(context.values, 'project');
+    // A project named and missing is not_found, not an empty answer.
+    if (only !== undefined) await store.getProject(only);
     if (context.values.json === true) {
       const all = [];
       for (const project of await store.listProjects()) {
