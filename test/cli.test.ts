@@ -241,7 +241,20 @@ describe('baton CLI: options out of range and outputs that fail', () => {
     });
   });
 
+  it('refuses to read a database that does not exist, and leaves none behind', async () => {
+    for (const args of [['report'], ['status'], ['report', '--database', 'typo/b.db']]) {
+      const missing = await baton(...args);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(
+        /^baton (report|status): not_found: no Baton database at \S+: create it with baton init/,
+      );
+    }
+    expect(existsSync(join(dir, '.baton'))).toBe(false);
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
+  });
+
   it('hints to create the project only when the project is what is missing', async () => {
+    await baton('project', 'create', 'other');
     const missing = await baton('report');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('create the project first: baton init --project default');

@@ -46,6 +46,11 @@ export interface Command {
   readonly options: Options;
   /** The registry operations this command calls (for the coverage test and docs). */
   readonly operations?: readonly string[];
+  /**
+   * True when the command may create the SQLite database file (init, serve, …); any other
+   * command refuses a file that does not exist instead of leaving an empty database behind.
+   */
+  readonly createsDatabase?: true;
   /** True when the command reads words after its name (and checks them itself); else any is refused. */
   readonly positionals?: true;
   /** Input paths of an invalid_input error, mapped to the option that sets them. */

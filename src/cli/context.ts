@@ -4,7 +4,10 @@
  * this Git work tree's binding; with none of them a command refuses and lists the project's
  * workstreams: it never chooses one, even when only one exists.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { systemClock } from '../core/clock.ts';
+import { BatonError } from '../core/errors.ts';
 import { scopeIdSchema } from '../core/ledger/names.ts';
 import { httpUrl } from '../core/urls.ts';
 import { parseStoreLocation, openStore } from '../store/open.ts';
@@ -64,7 +67,12 @@ export interface Context {
   close(): Promise<void>;
 }
 
-export function createContext(values: Values, positionals: readonly string[], io: Io): Context {
+export function createContext(
+  values: Values,
+  positionals: readonly string[],
+  io: Io,
+  options: { readonly createsDatabase?: boolean } = {},
+): Context {
   const cwd = io.cwd ?? process.cwd();
   let store: Promise<Store> | undefined;
   let binding: Promise<Binding | undefined> | undefined;
@@ -78,8 +86,24 @@ export function createContext(values: Values, positionals: readonly string[], io
     print(value, human) {
       io.out(values.json === true ? `${JSON.stringify(value, null, 2)}\n` : human());
     },
-    store(options = {}) {
-      store ??= openStore(parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL), options);
+    store(opening = {}) {
+      store ??= (async () => {
+        const location = parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL);
+        if (
+          !options.createsDatabase &&
+          location.backend === 'sqlite' &&
+          location.path !== ':memory:' &&
+          !existsSync(resolve(cwd, location.path))
+        ) {
+          // A read (or a typo in --database) must not leave an empty database behind.
+          throw new BatonError(
+            'not_found',
+            `no Baton database at ${location.path}: create it with baton init, or name yours with --database`,
+            { path: location.path },
+          );
+        }
+        return openStore(location, opening);
+      })();
       return store;
     },
     binding() {

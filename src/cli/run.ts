@@ -204,7 +204,9 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         `unexpected argument ${JSON.stringify(unexpected)}: baton ${name} takes options only`,
       );
     }
-    context = createContext(values, parsed.positionals, io);
+    context = createContext(values, parsed.positionals, io, {
+      createsDatabase: command.createsDatabase === true,
+    });
     await command.run(context);
     return 0;
   } catch (error) {

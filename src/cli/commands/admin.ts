@@ -87,6 +87,7 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
 }
 
 const init: Command = {
+  createsDatabase: true,
   summary: 'create a project and a token for it; prints the token once',
   usage: `baton init [--project ID] [--label TEXT] [--json]
 
@@ -144,6 +145,7 @@ ${databaseHelp}`,
 };
 
 const serve: Command = {
+  createsDatabase: true,
   summary: 'run the HTTP API (and MCP over HTTP) until Ctrl-C',
   usage: `baton serve [--host HOST] [--port N] [--config FILE]
 
@@ -161,6 +163,7 @@ ${databaseHelp}`,
 };
 
 const start: Command = {
+  createsDatabase: true,
   summary: 'the newcomer path: create the project and a first token if needed, then serve',
   usage: `baton start [--project ID] [--host HOST] [--port N] [--no-serve]
 
@@ -225,6 +228,7 @@ ${databaseHelp}`,
 };
 
 const mcp: Command = {
+  createsDatabase: true,
   summary: 'serve MCP over stdio for agents that start their tools themselves',
   usage: `baton mcp [--project ID] [--config FILE]
 

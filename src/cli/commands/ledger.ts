@@ -176,6 +176,7 @@ const status: Command = {
 };
 
 const projectCreate: Command = {
+  createsDatabase: true,
   positionals: true,
   summary: 'create a project (an existing one is left as it is)',
   usage: `baton project create <project_id>\n\n${databaseHelp}`,
@@ -312,6 +313,7 @@ ${databaseHelp}`,
 };
 
 const ledgerImport: Command = {
+  createsDatabase: true,
   positionals: true,
   summary:
     'read a JSONL export into a new stream (the one in its header unless --scope/--session names another)',
