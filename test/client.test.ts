@@ -3,6 +3,7 @@
  * temporary folder): one method per registry operation, GET as query parameters, POST as JSON,
  * bearer auth, and every failure as a BatonError with the server's code and data.
  */
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToken } from '../src/app/auth.ts';
@@ -246,6 +247,22 @@ describe('typed client', () => {
     }
   });
 
+  it('refuses a successful answer from a server that is not Baton, instead of reading it', async () => {
+    const other = createHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const { port } = other.address() as AddressInfo;
+    try {
+      const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, token });
+      const error = await rejection(client.getMetrics());
+      expect(error.code).toBe('unavailable');
+      expect(error.message).toContain('but not as a Baton server (no baton-api: v1 header)');
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+
   it('refuses a base URL that is not http(s) as invalid_input', () => {
     for (const baseUrl of ['127.0.0.1:4680', 'not a url', 'ftp://example.com/']) {
       expect(() => createClient({ baseUrl, token })).toThrow(
@@ -260,7 +277,10 @@ describe('typed client', () => {
       (status: number, body: string): typeof fetch =>
       async (input) => {
         seen.push(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-        return new Response(body, { status, headers: { 'content-type': 'application/json' } });
+        return new Response(body, {
+          status,
+          headers: { 'content-type': 'application/json', 'baton-api': 'v1' },
+        });
       };
     const prefixed = createClient({ baseUrl: 'http://baton.test/api', token, fetch: answer(200, '{}') });
     await prefixed.getMetrics();

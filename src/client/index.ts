@@ -8,6 +8,7 @@
  * BatonError with that code, message and data; a network failure becomes BatonError('unavailable').
  */
 import { findOperation, operations } from '../app/operations.ts';
+import { batonApiHeader, batonApiVersion } from '../core/api.ts';
 import { BatonError, errorCodes, type ErrorCode } from '../core/errors.ts';
 import { httpUrl } from '../core/urls.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
@@ -179,6 +180,13 @@ export function createClient(options: ClientOptions): BatonClient {
     }
     const parsed = parse(text);
     if (!response.ok) throw errorOf(response.status, parsed);
+    if (response.headers.get(batonApiHeader) !== batonApiVersion) {
+      throw new BatonError(
+        'unavailable',
+        `the server at ${base.origin} answered ${what}, but not as a Baton server (no ${batonApiHeader}: ${batonApiVersion} header): check --server`,
+        { status: response.status, url: url.href },
+      );
+    }
     if (parsed === undefined) {
       throw new BatonError('unavailable', `the server at ${base.origin} answered ${what} with no JSON`, {
         status: response.status,

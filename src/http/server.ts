@@ -9,6 +9,7 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { authenticateToken } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
+import { batonApiHeader, batonApiVersion } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
 import { registerMcpRoutes } from '../mcp/http.ts';
 import { bearerToken, registerSessionRoutes } from './auth.ts';
@@ -86,6 +87,12 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   });
   guardHosts(app, () => hosts);
   closeGracefully(app);
+  // Every answer says it comes from Baton, so a client pointed at another server that happens
+  // to answer 200 with JSON refuses it instead of reading it as a Baton result.
+  app.addHook('onRequest', (_request, reply, done) => {
+    void reply.header(batonApiHeader, batonApiVersion);
+    done();
+  });
   installJsonParser(app);
   // No parsing hook: src/http/auth.ts reads the session cookie only when a request needs it.
   await app.register(fastifyCookie, { hook: false });

@@ -1,0 +1,6 @@
+/**
+ * The header every answer of a Baton server carries: the typed client refuses a successful
+ * answer without it (another server on that address), rather than read it as a Baton result.
+ */
+export const batonApiHeader = 'baton-api';
+export const batonApiVersion = 'v1';
