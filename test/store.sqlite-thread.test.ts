@@ -163,26 +163,46 @@ describe('SQLite writer thread', () => {
   });
 });
 
+/**
+ * Run `node [flags] script` (script is an ES module given the threaded store as
+ * `openThreadedSqliteStore` and a fresh folder as `dir`) from a file, or with -e when `how`
+ * says so; its standard output, trimmed.
+ */
+async function runNode(
+  body: string,
+  flags: readonly string[] = [],
+  how: readonly string[] = [],
+): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-thread-'));
+  try {
+    const module = new URL('../src/store/sqlite/threaded-store.ts', import.meta.url).href;
+    const script = `
+      const { openThreadedSqliteStore } = await import(${JSON.stringify(module)});
+      const dir = ${JSON.stringify(dir)};
+      ${body}
+    `;
+    const file = join(dir, 'start.mjs');
+    writeFileSync(file, script);
+    const args = how.length === 0 ? [...flags, file] : [...flags, ...how, script];
+    const { stdout } = await exec(process.execPath, args, { timeout: 20_000 });
+    return stdout.trim();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('SQLite writer thread in a process', () => {
   it('does not keep an idle process alive', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-thread-'));
-    try {
-      const module = new URL('../src/store/sqlite/threaded-store.ts', import.meta.url).href;
-      const script = `
-        const { openThreadedSqliteStore } = await import(${JSON.stringify(module)});
-        const store = await openThreadedSqliteStore({ path: ${JSON.stringify(join(dir, 'b.db'))} });
-        await store.createProject('acme');
-        const receipt = await store.captureSource({ project_id: 'acme', scope_id: 's' }, { source_id: 'x', content: 1 });
-        const unused = await openThreadedSqliteStore({ path: ${JSON.stringify(join(dir, 'c.db'))} });
-        console.log(receipt.position, (await unused.listProjects()).length);
-      `;
-      const { stdout } = await exec(process.execPath, ['--input-type=module', '-e', script], {
-        timeout: 20_000,
-      });
-      expect(stdout.trim()).toBe('1 0');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const stdout = await runNode(
+      `const store = await openThreadedSqliteStore({ path: dir + '/b.db' });
+      await store.createProject('acme');
+      const receipt = await store.captureSource({ project_id: 'acme', scope_id: 's' }, { source_id: 'x', content: 1 });
+      const unused = await openThreadedSqliteStore({ path: dir + '/c.db' });
+      console.log(receipt.position, (await unused.listProjects()).length);`,
+      [],
+      ['--input-type=module', '-e'],
+    );
+    expect(stdout).toBe('1 0');
   });
 
   // A thread refuses V8 and process-wide flags in an explicit execArgv (ERR_WORKER_INVALID_EXEC_ARGV),
@@ -191,25 +211,15 @@ describe('SQLite writer thread in a process', () => {
     ['a script', []],
     ['--input-type=module -e', ['--input-type=module', '-e']],
   ])('starts when the process runs with V8 and process-wide flags, from %s', async (_from, how) => {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-thread-'));
-    try {
-      const module = new URL('../src/store/sqlite/threaded-store.ts', import.meta.url).href;
-      const script = `
-        const { openThreadedSqliteStore } = await import(${JSON.stringify(module)});
-        const store = await openThreadedSqliteStore({ path: ${JSON.stringify(join(dir, 'b.db'))} });
-        await store.createProject('acme');
-        const receipt = await store.captureSource({ project_id: 'acme', scope_id: 's' }, { source_id: 'x', content: 1 });
-        await store.close();
-        console.log(receipt.position);
-      `;
-      const flags = ['--max-old-space-size=256', '--stack-size=900', '--title=baton-test', '--expose-gc'];
-      const file = join(dir, 'start.mjs');
-      writeFileSync(file, script);
-      const args = how.length === 0 ? [...flags, file] : [...flags, ...how, script];
-      const { stdout } = await exec(process.execPath, args, { timeout: 20_000 });
-      expect(stdout.trim()).toBe('1');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const stdout = await runNode(
+      `const store = await openThreadedSqliteStore({ path: dir + '/b.db' });
+      await store.createProject('acme');
+      const receipt = await store.captureSource({ project_id: 'acme', scope_id: 's' }, { source_id: 'x', content: 1 });
+      await store.close();
+      console.log(receipt.position);`,
+      ['--max-old-space-size=256', '--stack-size=900', '--title=baton-test', '--expose-gc'],
+      how,
+    );
+    expect(stdout).toBe('1');
   });
 });

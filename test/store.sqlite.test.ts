@@ -76,9 +76,9 @@ describe('SQLite on a file it may not write', () => {
       await store.createProject('acme');
       await store.close();
       if (!immutable(path, true)) {
-        console.warn('SKIPPED: chattr +i is not available here (needs root on ext4-like file systems)');
-        test.skip();
-        return;
+        const reason = 'chattr +i is not available here (needs root on an ext4-like file system)';
+        console.warn(`SKIPPED: ${reason}`);
+        test.skip(reason);
       }
       for (const open of [openSqliteStore, openThreadedSqliteStore]) {
         const error = await expectBatonError(open({ path }), 'invalid_input');
