@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { cliEnv, cliMain, tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
 
 let tree: WorkTree;
@@ -98,6 +99,42 @@ describe('baton ledger export --out', () => {
     expect(existsSync(large)).toBe(false);
   });
 
+  it('removes the partial file when interrupted (Ctrl-C or SIGTERM)', async () => {
+    const store = await openSqliteStore({ path: tree.database });
+    try {
+      const stream = { project_id: 'default', kind: 'scope', scope_id: 'long' } as const;
+      for (let batch = 0; batch < 40; batch += 1) {
+        const notes = Array.from({ length: 1000 }, (_, n) => ({
+          type: 'note',
+          source_id: `n-${batch}-${n}`,
+          content: { text: `note ${n} of batch ${batch}` },
+        }));
+        await store.append(stream, notes);
+      }
+    } finally {
+      await store.close();
+    }
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const out = join(tree.dir, `long-${signal}.jsonl`);
+      const child = spawn(process.execPath, [cliMain, 'ledger', 'export', '--scope', 'long', '--out', out], {
+        cwd: tree.repo,
+        env: cliEnv(tree.database),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let err = '';
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        err += chunk;
+        // Interrupted once the first progress line shows the file half written.
+        if (err.includes('exported 10000/40000')) child.kill(signal);
+      });
+      const [code, killed] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+      expect(err).toContain('exported 10000/40000');
+      expect(err).not.toContain('exported 40000 entries');
+      expect({ code, killed }).toEqual({ code: null, killed: signal });
+      expect(existsSync(out)).toBe(false);
+    }
+  });
+
   it('writes the whole stream, then says so', async () => {
     const out = join(tree.dir, 'e.jsonl');
     const result = await tree.baton(['ledger', 'export', '--scope', 'x', '--out', out]);
@@ -143,5 +180,53 @@ describe('baton ledger import', () => {
     const whole = await tree.baton(['ledger', 'import', out, '--scope', 'y']);
     expect(whole.code).toBe(0);
     expect(JSON.parse(whole.stdout)).toMatchObject({ entries: 2, warnings: [] });
+  });
+
+  /** The project ids `baton status --json` lists. */
+  async function projects(): Promise<string[]> {
+    const status = await tree.baton(['status', '--json']);
+    return (JSON.parse(status.stdout) as { projects: { project_id: string }[] }).projects.map(
+      (project) => project.project_id,
+    );
+  }
+
+  it('imports into --project the stream the header names, creating that project', async () => {
+    const out = join(tree.dir, 'e.jsonl');
+    expect((await tree.baton(['ledger', 'export', '--scope', 'x', '--out', out])).code).toBe(0);
+    const result = await tree.baton(['ledger', 'import', out, '--project', 'other']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      stream: { project_id: 'other', kind: 'scope', scope_id: 'x' },
+      entries: 2,
+    });
+    expect(await projects()).toEqual(['default', 'other']);
+    const read = await tree.baton(['read', '--scope', 'x', '--project', 'other']);
+    expect(read.code).toBe(0);
+    expect(
+      read.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { content: string }).content),
+    ).toEqual(['hi', 'hi2']);
+  });
+
+  it('leaves no new project behind when the store refuses the file', async () => {
+    const out = join(tree.dir, 'e.jsonl');
+    expect((await tree.baton(['ledger', 'export', '--scope', 'x', '--out', out])).code).toBe(0);
+    const forged = join(tree.dir, 'f.jsonl');
+    writeFileSync(forged, readFileSync(out, 'utf8').replace('"hi2"', '"forged"'));
+    const refused = await tree.baton(['ledger', 'import', forged, '--scope', 'y', '--project', 'third']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^baton ledger import: invalid_input: .*position 2 does not match its digest/,
+    );
+    // A stream that exists already is refused too, and its would-be project is not made either.
+    const taken = await tree.baton(['ledger', 'import', out, '--session', 'x', '--project', 'fourth']);
+    expect(taken.code).toBe(0);
+    const again = await tree.baton(['ledger', 'import', out, '--session', 'x', '--project', 'fourth']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('conflict');
+    expect(await projects()).toEqual(['default', 'fourth']);
   });
 });

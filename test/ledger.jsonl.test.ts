@@ -61,7 +61,7 @@ describe('JSONL export and import', () => {
       const lines = (await exported(source.store)).trimEnd().split('\n');
       const torn = [...lines, lines.at(-1)!.slice(0, 40)];
       const into: StreamKey = { ...stream, scope_id: 'restored' };
-      const report = await importStream({ store: source.store }, torn, into);
+      const report = await importStream({ store: source.store }, torn, { into });
       expect(report.entries).toBe(5);
       expect(report.warnings.map((w) => w.line)).toEqual([7]);
       expect(report.warnings[0]!.message).toContain('torn last line skipped');
@@ -87,7 +87,7 @@ describe('JSONL export and import', () => {
         ],
       ];
       for (const [cut, found, message] of cuts) {
-        const refused = await importStream({ store: source.store }, cut, into).catch(
+        const refused = await importStream({ store: source.store }, cut, { into }).catch(
           (error: unknown) => error,
         );
         expect(refused).toBeInstanceOf(BatonError);
@@ -110,7 +110,7 @@ describe('JSONL export and import', () => {
       const into: StreamKey = { ...stream, scope_id: 'restored' };
       const header = lines[0]!.replace('"head":5', '"head":4');
       await expect(
-        importStream({ store: source.store }, [header, ...lines.slice(1)], into),
+        importStream({ store: source.store }, [header, ...lines.slice(1)], { into }),
       ).rejects.toMatchObject({ code: 'invalid_input', data: { head: 4, entries: 5 } });
       await expect(source.store.getStream(into)).rejects.toMatchObject({ code: 'not_found' });
     } finally {
@@ -129,7 +129,7 @@ describe('JSONL export and import', () => {
       const text = await exported(source.store);
       expect(text).toBe(`${headerLine(stream, 0)}\n`);
       const into: StreamKey = { ...stream, scope_id: 'restored' };
-      const report = await importStream({ store: source.store }, text.split('\n'), into);
+      const report = await importStream({ store: source.store }, text.split('\n'), { into });
       expect(report).toEqual({ stream: into, entries: 0, warnings: [], unknown_types: {} });
       expect(await exported(source.store, into)).toBe(`${headerLine(into, 0)}\n`);
     } finally {
@@ -143,14 +143,14 @@ describe('JSONL export and import', () => {
       const lines = (await exported(source.store)).trimEnd().split('\n');
       lines[2] = lines[2]!.slice(0, 30);
       const into: StreamKey = { ...stream, scope_id: 'restored' };
-      await expect(importStream({ store: source.store }, lines, into)).rejects.toMatchObject({
+      await expect(importStream({ store: source.store }, lines, { into })).rejects.toMatchObject({
         code: 'invalid_input',
         data: { line: 3 },
       });
       const edited = (await exported(source.store)).replace('ship é €', 'ship something else');
-      await expect(importStream({ store: source.store }, edited.split('\n'), into)).rejects.toBeInstanceOf(
-        BatonError,
-      );
+      await expect(
+        importStream({ store: source.store }, edited.split('\n'), { into }),
+      ).rejects.toBeInstanceOf(BatonError);
       await expect(source.store.getStream(into)).rejects.toMatchObject({ code: 'not_found' });
     } finally {
       await source.dispose();

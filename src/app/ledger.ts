@@ -34,26 +34,35 @@ export interface ImportReport {
   readonly unknown_types: Record<string, number>;
 }
 
+export interface ImportTarget {
+  /** The stream to write; default the one the header names (in project_id, when given). */
+  readonly into?: StreamKey;
+  /** The project of the header's stream, when `into` is not given: an export moves between projects. */
+  readonly project_id?: string;
+  /** Create the target's project if it does not exist, in the import's own transaction. */
+  readonly createProject?: boolean;
+}
+
 /**
- * Read JSONL lines into a new stream (the one named in the header unless `into` names
+ * Read JSONL lines into a new stream (the one named in the header unless the target names
  * another). All or nothing: the whole file is checked before the store writes anything, a file
- * cut short is invalid_input, and a stream that exists already is a conflict. An export of an
- * empty stream (head 0) makes an empty stream.
+ * cut short is invalid_input, and a stream that exists already is a conflict; a project created
+ * for the import exists only if the import does. An export of an empty stream (head 0) makes an
+ * empty stream.
  */
 export async function importStream(
   deps: LedgerDeps,
   lines: AsyncIterable<string> | Iterable<string>,
-  into?: StreamKey,
-  options: {
-    /** A project to create if it does not exist, once the file has passed its checks. */
-    readonly createProject?: string;
-  } = {},
+  target: ImportTarget = {},
 ): Promise<ImportReport> {
   const parsed = await parseLedgerLines(lines);
-  if (options.createProject !== undefined) await deps.store.createProject(options.createProject);
+  const stream =
+    target.into ??
+    (target.project_id === undefined ? parsed.stream : { ...parsed.stream, project_id: target.project_id });
   const info = await deps.store.importEntries(
-    into ?? parsed.stream,
+    stream,
     parsed.entries.map(({ schema: _schema, ...entry }) => entry),
+    { createProject: target.createProject ?? false },
   );
   return {
     stream: info.stream,

@@ -110,9 +110,15 @@ export interface Store {
 
   /**
    * Write exported entries into a stream that does not exist yet, keeping positions, digests,
-   * times and tombstones; conflict when the stream exists. Atomic.
+   * times and tombstones; conflict when the stream exists. Atomic: with createProject, the
+   * stream's project is created in the same transaction when it does not exist, so an import
+   * the store refuses leaves no project behind.
    */
-  importEntries(stream: StreamKey, entries: readonly PortableEntry[]): Promise<StreamInfo>;
+  importEntries(
+    stream: StreamKey,
+    entries: readonly PortableEntry[],
+    options?: ImportOptions,
+  ): Promise<StreamInfo>;
 
   /** Store an API token by the hash of its secret; the secret itself is never stored. */
   createToken(token: NewToken): Promise<TokenRecord>;
@@ -129,6 +135,11 @@ export interface Store {
   deleteSession(session_hash: string): Promise<void>;
 
   close(): Promise<void>;
+}
+
+export interface ImportOptions {
+  /** Create the stream's project if it does not exist, in the import's transaction. */
+  readonly createProject?: boolean;
 }
 
 export interface NewToken {

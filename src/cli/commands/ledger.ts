@@ -4,7 +4,7 @@
  * the others read or write the local store directly, as an administrator would.
  */
 import { once } from 'node:events';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, rmSync } from 'node:fs';
 import { readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -100,9 +100,28 @@ async function cannotCreate(given: string, path: string, error: NodeJS.ErrnoExce
 }
 
 /**
+ * While an export writes path, Ctrl-C (SIGINT) or SIGTERM removes the partial file, then ends
+ * the process by that signal as it would have ended anyway. Returns how to stop watching.
+ */
+function removeOnSignal(path: string, file: { destroy(): void }): () => void {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const stop = () => {
+    for (const signal of signals) process.off(signal, interrupted);
+  };
+  function interrupted(signal: NodeJS.Signals): void {
+    stop();
+    file.destroy();
+    rmSync(path, { force: true });
+    process.kill(process.pid, signal);
+  }
+  for (const signal of signals) process.once(signal, interrupted);
+  return stop;
+}
+
+/**
  * Create the file --out names (never an existing one) and fill it through write; resolves once
- * every byte is written, flushed to disk and the file closed. On any failure the file is
- * removed, so an export is whole or absent.
+ * every byte is written, flushed to disk and the file closed. On any failure, or Ctrl-C, the
+ * file is removed, so an export is whole or absent.
  */
 async function writeNewFile<T>(
   given: string,
@@ -118,6 +137,7 @@ async function writeNewFile<T>(
   } catch (error) {
     throw await cannotCreate(given, path, error as NodeJS.ErrnoException);
   }
+  const stopWatching = removeOnSignal(path, file);
   try {
     const result = await fill(async (chunk) => {
       if (failure) throw failure;
@@ -134,6 +154,8 @@ async function writeNewFile<T>(
       failure,
       `--out ${given} could not be written (${failure.message}); the partial file was removed`,
     );
+  } finally {
+    stopWatching();
   }
 }
 
@@ -319,11 +341,20 @@ const ledgerImport: Command = {
     'read a JSONL export into a new stream (the one in its header unless --scope/--session names another)',
   usage: `baton ledger import FILE [--scope SCOPE_ID | --session ID] [--project ID]
 
-  FILE   a file written by baton ledger export, or - for stdin. It must hold the header's
-         head entries: a file cut short is refused and nothing is written. A torn line after
-         them is skipped with a warning; entry types this Baton does not know are kept and listed.
+  FILE          a file written by baton ledger export, or - for stdin. It must hold the
+                header's head entries: a file cut short is refused and nothing is written. A
+                torn line after them is skipped with a warning; entry types this Baton does
+                not know are kept and listed.
+  --scope, --session
+                the stream to write (default: the one the header names)
+  --project ID  the project to write into (default: the header's with neither --scope nor
+                --session, else "default"); it is created if it does not exist, and only if
+                the import succeeds
 ${databaseHelp}`,
-  examples: ['baton ledger import my-work.jsonl --scope restored'],
+  examples: [
+    'baton ledger import my-work.jsonl --scope restored',
+    'baton ledger import my-work.jsonl --project other',
+  ],
   options: streamOptions,
   async run(context) {
     const { io, values, positionals } = context;
@@ -331,14 +362,12 @@ ${databaseHelp}`,
     if (path === undefined || positionals.length > 1)
       throw new UsageError('give exactly one FILE (or - for stdin)');
     const into = values.scope !== undefined || values.session !== undefined ? streamFrom(values) : undefined;
+    const project_id = text(values, 'project');
     const store = await context.store();
-    const createProject = into?.project_id ?? text(values, 'project');
-    const report = await importStream(
-      { store },
-      lines(path),
-      into,
-      createProject === undefined ? {} : { createProject },
-    );
+    const report = await importStream({ store }, lines(path), {
+      ...(into ? { into } : project_id === undefined ? {} : { project_id }),
+      createProject: true,
+    });
     for (const warning of report.warnings) io.err(`warning: line ${warning.line}: ${warning.message}\n`);
     for (const [type, count] of Object.entries(report.unknown_types)) {
       io.err(`note: kept ${count} entr${count === 1 ? 'y' : 'ies'} of unknown type ${type}\n`);

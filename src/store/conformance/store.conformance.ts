@@ -552,6 +552,36 @@ export function describeStore(name: string, factory: StoreFactory): void {
           await expectBatonError(store.importEntries(target, [exported[1]!]), 'invalid_input');
           await expectBatonError(store.getStream(target), 'not_found');
         }));
+
+      it('creates the project of an import with it, and only if the import is written', () =>
+        withStore(async (store) => {
+          await store.append(stream, [note(1)]);
+          const exported = (await collect(store.readStream(stream))).map(
+            ({ stream: _s, global_seq: _g, ...portable }) => portable,
+          );
+          const elsewhere: StreamKey = { project_id: 'elsewhere', kind: 'scope', scope_id: 'copy' };
+          await expectBatonError(store.importEntries(elsewhere, exported), 'not_found');
+          const forged = [{ ...exported[0]!, content: { text: 'forged' } }];
+          await expectBatonError(
+            store.importEntries(elsewhere, forged, { createProject: true }),
+            'invalid_input',
+          );
+          await expectBatonError(store.getProject('elsewhere'), 'not_found');
+          // A stream that exists already: the whole transaction goes, the project with it.
+          const taken: StreamKey = { ...stream, project_id: 'taken' };
+          await expectBatonError(store.importEntries(stream, exported, { createProject: true }), 'conflict');
+          expect((await store.listProjects()).map((project) => project.project_id)).toEqual([project_id]);
+          const info = await store.importEntries(taken, exported, { createProject: true });
+          expect(info.head).toBe(1);
+          expect(await store.getProject('taken')).toMatchObject({ project_id: 'taken' });
+          // An existing project is kept as it is.
+          await store.importEntries(elsewhere, exported, { createProject: true });
+          expect((await store.listProjects()).map((project) => project.project_id)).toEqual([
+            project_id,
+            'elsewhere',
+            'taken',
+          ]);
+        }));
     });
 
     describe('tokens and sessions', () => {

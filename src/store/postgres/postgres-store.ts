@@ -70,18 +70,19 @@ import {
 } from '../shared.ts';
 import type {
   AppendOptions,
+  ImportOptions,
   NewSession,
   NewToken,
-  SessionRecord,
-  TokenRecord,
   PortableEntry,
   PositionRange,
   Project,
+  SessionRecord,
   SourceAvailability,
   SourceInput,
   Store,
   StreamInfo,
   StreamListener,
+  TokenRecord,
 } from '../store.ts';
 import { postgresMigrations } from './postgres-migrations.ts';
 
@@ -458,12 +459,17 @@ export class PostgresStore implements Store {
 
   async createProject(project_id: string): Promise<Project> {
     const id = checkProjectId(project_id);
-    await this.#query(
-      this.#pool,
-      'INSERT INTO projects (project_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-      [id, this.#now()],
-    );
+    await this.#insertProject(this.#pool, id);
     return this.#project(this.#pool, id);
+  }
+
+  /** Create a project; nothing when it exists. */
+  async #insertProject(db: Queryable, project_id: string): Promise<void> {
+    await this.#query(
+      db,
+      'INSERT INTO projects (project_id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+      [project_id, this.#now()],
+    );
   }
 
   async getProject(project_id: string): Promise<Project> {
@@ -858,10 +864,15 @@ export class PostgresStore implements Store {
     return rows.map((row) => this.#revision(key.scope_id, row));
   }
 
-  async importEntries(stream: StreamKey, entries: readonly PortableEntry[]): Promise<StreamInfo> {
+  async importEntries(
+    stream: StreamKey,
+    entries: readonly PortableEntry[],
+    options: ImportOptions = {},
+  ): Promise<StreamInfo> {
     const key = checkStream(stream);
     const checked = checkImport(entries);
     return this.#write(async (client) => {
+      if (options.createProject) await this.#insertProject(client, key.project_id);
       await this.#project(client, key.project_id);
       // Creating the stream is the existence check: of two imports racing, one creates it.
       const created = await this.#one<StreamRow>(

@@ -70,18 +70,19 @@ import {
 } from '../shared.ts';
 import type {
   AppendOptions,
+  ImportOptions,
   NewSession,
   NewToken,
-  SessionRecord,
-  TokenRecord,
   PortableEntry,
   PositionRange,
   Project,
+  SessionRecord,
   SourceAvailability,
   SourceInput,
   Store,
   StreamInfo,
   StreamListener,
+  TokenRecord,
 } from '../store.ts';
 import { sqliteMigrations } from './sqlite-migrations.ts';
 
@@ -550,12 +551,17 @@ export class SqliteStore implements Store {
   async createProject(project_id: string): Promise<Project> {
     const id = checkProjectId(project_id);
     return this.#write(() => {
-      this.#sql('INSERT INTO projects (project_id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(
-        id,
-        this.#now(),
-      );
+      this.#insertProject(id);
       return this.#project(id);
     });
+  }
+
+  /** Create a project inside a write; nothing when it exists. */
+  #insertProject(project_id: string): void {
+    this.#sql('INSERT INTO projects (project_id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING').run(
+      project_id,
+      this.#now(),
+    );
   }
 
   async getProject(project_id: string): Promise<Project> {
@@ -861,10 +867,15 @@ export class SqliteStore implements Store {
     return rows.map((row) => this.#revision(key.scope_id, row));
   }
 
-  async importEntries(stream: StreamKey, entries: readonly PortableEntry[]): Promise<StreamInfo> {
+  async importEntries(
+    stream: StreamKey,
+    entries: readonly PortableEntry[],
+    options: ImportOptions = {},
+  ): Promise<StreamInfo> {
     const key = checkStream(stream);
     const checked = checkImport(entries);
     return this.#write(() => {
+      if (options.createProject) this.#insertProject(key.project_id);
       this.#project(key.project_id);
       if (this.#findStream(key)) {
         throw new BatonError(

@@ -22,6 +22,7 @@ import type { Revision } from '../../core/ledger/revision.ts';
 import type { AppendResult, SourceReceipt, SourceRef } from '../../core/ledger/source.ts';
 import type {
   AppendOptions,
+  ImportOptions,
   NewSession,
   NewToken,
   PortableEntry,
@@ -268,8 +269,12 @@ export class ThreadedSqliteStore implements Store {
   listRevisions(scope: ScopeKey, options?: { limit?: number; through?: number }): Promise<Revision[]> {
     return this.#reader.listRevisions(scope, options);
   }
-  importEntries(stream: StreamKey, entries: readonly PortableEntry[]): Promise<StreamInfo> {
-    return this.#write('importEntries', stream, entries);
+  importEntries(
+    stream: StreamKey,
+    entries: readonly PortableEntry[],
+    options?: ImportOptions,
+  ): Promise<StreamInfo> {
+    return this.#write('importEntries', stream, entries, options);
   }
   createToken(token: NewToken): Promise<TokenRecord> {
     return this.#write('createToken', token);
