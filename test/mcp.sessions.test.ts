@@ -217,6 +217,24 @@ describe('MCP Streamable HTTP session lifetime', () => {
     expect(closures()).toEqual(['evicted']);
   });
 
+  it('opens no session for an initialize sent as a notification (no id), and evicts none', async () => {
+    await start({});
+    const real = await open(writer.token);
+    const { id: _id, ...notification } = initialize;
+    for (let i = 0; i <= defaultMaxSessionsPerToken; i += 1) {
+      const response = await request('POST', writer.token, undefined, notification);
+      expect(response.status).toBe(400);
+      expect(response.headers.get('mcp-session-id')).toBeNull();
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringMatching(/initialize .*request with an id/) },
+      });
+    }
+    expect(await ping(writer.token, real)).toBe(200);
+    expect(closures()).toEqual([]);
+  });
+
   it('evicts the least recently used session, not the oldest one used since', async () => {
     await start({ maxSessionsPerToken: 2 });
     const first = await open(writer.token);

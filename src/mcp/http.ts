@@ -10,7 +10,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
@@ -52,6 +52,17 @@ interface Session {
 }
 
 /** A JSON-RPC error without an id, as the SDK's transport answers transport faults. */
+/** Whether a body tries to initialize: a message, or one of a batch, whose method is initialize. */
+function isInitializeAttempt(body: unknown): boolean {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  return messages.some(
+    (message) =>
+      typeof message === 'object' &&
+      message !== null &&
+      (message as { method?: unknown }).method === 'initialize',
+  );
+}
+
 function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
   return reply
     .code(status)
@@ -291,8 +302,18 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
       use(session, request, reply);
       return serve(request, reply, session.transport);
     }
-    if (request.method === 'POST' && isInitializeRequest(request.body))
+    if (request.method === 'POST' && isInitializeAttempt(request.body)) {
+      // A notification would open a session whose id nobody learns, and push out real ones.
+      if (!isJSONRPCRequest(request.body) || !isInitializeRequest(request.body)) {
+        return rpcError(
+          reply,
+          400,
+          -32600,
+          'Invalid Request: initialize must be a JSON-RPC request with an id, and params with protocolVersion, capabilities and clientInfo',
+        );
+      }
       return open(request, reply, principal);
+    }
     return rpcError(
       reply,
       400,
