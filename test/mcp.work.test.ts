@@ -179,6 +179,44 @@ describe('managed work over MCP (stdio)', () => {
       },
       'invalid_input',
     );
+    // A refused first proposal starts no session: nothing was written.
+    await expectToolError('work_get', { session_id: 'claude-3' }, 'not_found');
+    await expectToolError(
+      'work_revise',
+      { session_id: 'claude-4', objective: 'o', items: [{ item_id: 'i1', title: 'Item one' }] },
+      'invalid_input',
+    );
+    await expectToolError('work_get', { session_id: 'claude-4' }, 'not_found');
+  });
+
+  it('starts the session of a first proposal in the same append as its contract', async () => {
+    await good('work_revise', {
+      session_id: 'claude-5',
+      objective: 'fresh',
+      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
+    });
+    const work = await good<{ position: number; contract: { revision: number } }>('work_get', {
+      session_id: 'claude-5',
+    });
+    expect(work.contract.revision).toBe(1);
+    const store = await openSqliteStore({ path: join(dir, 'baton.db') });
+    try {
+      const lines: string[] = [];
+      await exportStream(
+        { store },
+        { project_id: 'acme', kind: 'session', session_id: 'claude-5' },
+        (line) => {
+          lines.push(line);
+        },
+      );
+      const types = lines.slice(1).map((line) => (JSON.parse(line) as { type: string }).type);
+      expect(types[0]).toBe('session_header');
+      expect(types.slice(1).every((type) => type === 'work_event')).toBe(true);
+      expect(JSON.parse(lines[1]!)).toMatchObject({ content: { work_mode: 'managed', workspace } });
+    } finally {
+      await store.close();
+    }
   });
 
   it('secret canaries from the environment, a workspace file and command output reach no result and no ledger entry', async () => {

@@ -7,7 +7,7 @@
  * projection.
  */
 import { z } from 'zod';
-import { BatonError } from '../core/errors.ts';
+import { BatonError, isBatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { Entry, EntryInput } from '../core/ledger/entry.ts';
@@ -82,8 +82,8 @@ export const startSessionFields = {
 export type StartSessionInput = z.input<z.ZodObject<typeof startSessionFields>>;
 const startSessionSchema = z.strictObject(startSessionFields);
 
-/** Start a session stream with its header; the same header again is a no-op, another one a conflict. */
-export async function startSession(
+/** The header a session would start with: checked (its parent exists), not written. */
+async function sessionHeaderOf(
   deps: AppDeps,
   project_id: string,
   input: StartSessionInput,
@@ -107,14 +107,26 @@ export async function startSession(
     workspace: parsed.workspace ?? null,
     capabilities: parsed.capabilities ?? {},
   });
-  await deps.store.append(sessionStream(project_id, parsed.session_id), [
-    {
-      type: 'session_header',
-      source_id: 'session-header',
-      content: header,
-      metadata: { kind: 'session_header' },
-    },
-  ]);
+  return header;
+}
+
+function headerEntry(header: SessionHeader): EntryInput {
+  return {
+    type: 'session_header',
+    source_id: 'session-header',
+    content: header,
+    metadata: { kind: 'session_header' },
+  };
+}
+
+/** Start a session stream with its header; the same header again is a no-op, another one a conflict. */
+export async function startSession(
+  deps: AppDeps,
+  project_id: string,
+  input: StartSessionInput,
+): Promise<SessionHeader> {
+  const header = await sessionHeaderOf(deps, project_id, input);
+  await deps.store.append(sessionStream(project_id, header.session_id), [headerEntry(header)]);
   return header;
 }
 
@@ -219,10 +231,15 @@ export async function commitWork(
   deps: AppDeps,
   stream: StreamKey,
   decide: (state: Decision) => Decided,
+  /** When the stream does not exist: the header to start it with, in the same append. */
+  newSession?: SessionHeader,
 ): Promise<WorkSnapshot> {
   const config = deps.work ?? defaultWorkConfig;
   for (let attempt = 1; ; attempt += 1) {
-    const loaded = await load(deps, stream);
+    const loaded = await load(deps, stream).catch((error: unknown) => {
+      if (newSession === undefined || !isBatonError(error, 'not_found')) throw error;
+      return { stream, head: 0, header: newSession, projector: new WorkProjector(), starts: true };
+    });
     const { projector } = loaded;
     const decided = decide({
       projection: projector.projection(),
@@ -233,7 +250,7 @@ export async function commitWork(
     const { entries, events: primary } = Array.isArray(decided) ? { entries: [], events: decided } : decided;
     if (primary.length === 0 && entries.length === 0) return snapshot(stream, loaded.head, projector);
     const at = deps.clock.now().toISOString();
-    const writes: EntryInput[] = [];
+    const writes: EntryInput[] = 'starts' in loaded ? [headerEntry(newSession!)] : [];
     const add = (type: string, content: JsonValue) => {
       const position = loaded.head + writes.length + 1;
       if (type === 'work_event') {
@@ -400,10 +417,21 @@ export async function createContract(
   project_id: string,
   input: unknown,
   actor: Actor,
+  options: {
+    /**
+     * Start the session with this header if it does not exist, in the contract's own append:
+     * a contract that is refused leaves no session behind.
+     */
+    readonly startSession?: Omit<StartSessionInput, 'session_id'>;
+  } = {},
 ): Promise<WorkSnapshot> {
   const parsed = parse(createContractFields, input, 'work contract');
   const contract_id = parsed.contract_id ?? `work-${uuidv7Generator(deps.clock)()}`;
-  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ header, config }) => {
+  const newSession =
+    options.startSession === undefined
+      ? undefined
+      : await sessionHeaderOf(deps, project_id, { ...options.startSession, session_id: parsed.session_id });
+  const decide = ({ header, config }: Decision): Decided => {
     const { session_id: _session, branch: _branch, contract_id: _id, ...definition } = parsed;
     const contract = parseRecord(
       workContractSchema,
@@ -422,7 +450,8 @@ export async function createContract(
       events.push(statusChange(created, 'draft', 'active', 'no assumption needs confirmation'));
     }
     return events;
-  });
+  };
+  return commitWork(deps, sessionStream(project_id, parsed.session_id), decide, newSession);
 }
 
 function stripSession<T extends { session_id: string }>(value: T): Omit<T, 'session_id'> {

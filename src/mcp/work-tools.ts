@@ -19,7 +19,6 @@ import {
   requestInput,
   requestInputFields,
   reviseContract,
-  startSession,
   transitionFields,
   transitionItem,
   createContractFields,
@@ -92,10 +91,15 @@ const workTools: readonly WorkTool[] = [
       const { previous_revision, reason, ...rest } = parseRecord(reviseInput, args, 'work_revise input');
       const project_id = options.principal.project_id;
       if (previous_revision === undefined) {
-        await ensureSession(options, rest.session_id);
         const { branch: _branch, ...definition } = rest;
         void _branch;
-        return withGate(await createContract(options.deps, project_id, definition, actor));
+        // A session that does not exist starts in the server's workspace, in the contract's own
+        // append: a proposal Baton refuses leaves no session behind.
+        const startSession = {
+          work_mode: 'managed',
+          ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+        } as const;
+        return withGate(await createContract(options.deps, project_id, definition, actor, { startSession }));
       }
       const { contract_id: _id, branch: _b, ...definition } = rest;
       void _id;
@@ -146,20 +150,6 @@ const workTools: readonly WorkTool[] = [
     },
   },
 ];
-
-/** Start the session a first proposal names, in the server's workspace, if it does not exist. */
-async function ensureSession(options: McpServerOptions, session_id: string): Promise<void> {
-  try {
-    await readWork(options.deps, options.principal.project_id, { session_id });
-  } catch (error) {
-    if (!isBatonError(error, 'not_found')) throw error;
-    await startSession(options.deps, options.principal.project_id, {
-      session_id,
-      work_mode: 'managed',
-      ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
-    });
-  }
-}
 
 function annotations(tool: WorkTool): ToolAnnotations {
   return {
