@@ -19,6 +19,7 @@ import { authenticateToken, createToken } from '../src/app/auth.ts';
 import type { AppDeps } from '../src/app/deps.ts';
 import { findOperation } from '../src/app/operations.ts';
 import { systemClock } from '../src/core/clock.ts';
+import { installJsonParser } from '../src/http/body.ts';
 import { registerMcpRoutes } from '../src/mcp/http.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
 import { workToolNames } from '../src/mcp/work-tools.ts';
@@ -183,6 +184,105 @@ describe('MCP over stdio', () => {
   });
 });
 
+/** The protocol faults every transport answers as -32602, and what each answer must say. */
+const faults: { readonly request: Record<string, unknown>; readonly message: RegExp }[] = [
+  {
+    request: {
+      jsonrpc: '2.0',
+      id: 11,
+      method: 'tools/call',
+      params: { name: 'get_report', arguments: null },
+    },
+    message: /^Invalid params: params\.arguments: /,
+  },
+  {
+    request: { jsonrpc: '2.0', id: 12, method: 'tools/call', params: { name: 7, arguments: {} } },
+    message: /^Invalid params: params\.name: /,
+  },
+  {
+    request: {
+      jsonrpc: '2.0',
+      id: 13,
+      method: 'tools/call',
+      params: { name: 'x'.repeat(5000), arguments: {} },
+    },
+    message: /^Invalid params: unknown tool "x{100}…"$/,
+  },
+  {
+    request: {
+      jsonrpc: '2.0',
+      id: 14,
+      method: 'tools/call',
+      params: { name: 'get_report', arguments: JSON.parse('{"__proto__":{"polluted":1}}') as unknown },
+    },
+    message: /^Invalid params: arguments: unknown field "__proto__"$/,
+  },
+  {
+    request: { jsonrpc: '2.0', id: 15, method: 'tools/list', params: { cursor: 12 } },
+    message: /^Invalid params: params\.cursor: /,
+  },
+];
+
+describe('MCP protocol faults over stdio, answered as -32602', () => {
+  it('answers each with one readable line, and keeps serving', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-mcp-raw-'));
+    const child = spawn(process.execPath, [entry, join(dir, 'baton.db')], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    try {
+      const answers = new Map<number, Record<string, unknown>>();
+      let buffered = '';
+      const waiting = new Map<number, () => void>();
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        buffered += chunk;
+        for (let end = buffered.indexOf('\n'); end !== -1; end = buffered.indexOf('\n')) {
+          const message = JSON.parse(buffered.slice(0, end)) as { id: number };
+          buffered = buffered.slice(end + 1);
+          answers.set(message.id, message);
+          waiting.get(message.id)?.();
+        }
+      });
+      const send = async (message: Record<string, unknown>) => {
+        const id = message.id as number;
+        const answered = new Promise<void>((resolve) => waiting.set(id, resolve));
+        child.stdin.write(`${JSON.stringify(message)}\n`);
+        await answered;
+        return answers.get(id)!;
+      };
+      await send({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: LATEST_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '0' },
+        },
+      });
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+      for (const { request, message } of faults) {
+        const answer = await send(request);
+        expect(answer).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code: -32602 } });
+        const text = (answer.error as { message: string }).message;
+        expect(text).toMatch(message);
+        expect(text).not.toContain('\n');
+      }
+      const report = await send({
+        jsonrpc: '2.0',
+        id: 20,
+        method: 'tools/call',
+        params: { name: 'get_report', arguments: {} },
+      });
+      expect(report).toMatchObject({ id: 20, result: { structuredContent: { result: {} } } });
+      expect(report.result).not.toHaveProperty('isError', true);
+    } finally {
+      child.stdin.end();
+      await once(child, 'close');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('MCP tool errors in process', () => {
   let harness: Awaited<ReturnType<typeof tempSqliteStore>>;
   beforeEach(async () => {
@@ -267,6 +367,8 @@ describe('MCP over Streamable HTTP', () => {
     reader = (await createToken(deps, { project_id: 'acme', read_only: true })).token;
     stranger = (await createToken(deps, { project_id: 'other' })).token;
     app = Fastify();
+    // Bodies are read as baton serve reads them (a "__proto__" key stays an own key).
+    installJsonParser(app);
     registerMcpRoutes(app, { deps, authenticate: (request) => authenticateToken(deps, bearer(request)) });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const address = app.server.address();
@@ -359,6 +461,20 @@ describe('MCP over Streamable HTTP', () => {
     const response = await post({ authorization: `Bearer ${writer}` });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
+  });
+
+  it('answers protocol faults in a session as -32602, with one readable line', async () => {
+    const { transport } = await connect(writer);
+    const headers = { authorization: `Bearer ${writer}`, 'mcp-session-id': transport.sessionId! };
+    for (const { request, message } of faults) {
+      const response = await post(headers, request);
+      const body = await response.text();
+      expect(`${request.id} ${response.status}`).toBe(`${request.id} 200`);
+      const data = /^data: (.*)$/m.exec(body)?.[1] ?? body;
+      const answer = JSON.parse(data) as { id: number; error: { code: number; message: string } };
+      expect(answer).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code: -32602 } });
+      expect(answer.error.message).toMatch(message);
+    }
   });
 
   it('ends a session on DELETE', async () => {

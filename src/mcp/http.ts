@@ -15,7 +15,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
 import { isBatonError } from '../core/errors.ts';
-import { createMcpServer } from './server.ts';
+import { connectMcp, createMcpServer } from './server.ts';
 
 export const mcpPath = '/mcp';
 
@@ -263,7 +263,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
     transport.onclose = () => {
       if (session) forget(session);
     };
-    await server.connect(transport);
+    await connectMcp(server, transport);
     await serve(request, reply, transport);
     // An initialize the transport refused (bad headers, say) leaves no session behind.
     if (transport.sessionId === undefined) await server.close();

@@ -1,11 +1,14 @@
 /**
- * An McpServer for one principal: nine tools, each exactly one entry of the operation registry
- * (same name, input schema, access and idempotency), adding no business logic. A tool result
- * carries the operation's result as structured content with a trust label; a failure is an
- * `isError` result the model can read, never a protocol error and never a crashed server.
+ * An McpServer for one principal: nine continuity tools, each exactly one entry of the operation
+ * registry (same name, input schema, access and idempotency), and the six managed-work tools of
+ * work-tools.ts, adding no business logic. A tool result carries the operation's result as
+ * structured content with a trust label; a failure is an `isError` result the model can read,
+ * never a crashed server. Protocol faults (params that do not fit, an unknown tool) are
+ * protocol errors: see guard.ts.
  */
 import { createRequire } from 'node:module';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { authorize, type Principal } from '../app/auth.ts';
@@ -14,7 +17,8 @@ import { findOperation, type Operation } from '../app/operations.ts';
 import { isBatonError } from '../core/errors.ts';
 import { parseRecord } from '../core/records.ts';
 import { failure, listedSchema, noAuthority, success, type TrustLabel } from './results.ts';
-import { registerWorkTools } from './work-tools.ts';
+import { guardProtocol } from './guard.ts';
+import { registerWorkTools, workToolNames } from './work-tools.ts';
 
 /**
  * The tools, in the order they are listed, with the label a result gets when it carries no
@@ -113,6 +117,15 @@ async function call(tool: Tool, options: McpServerOptions, args: unknown): Promi
 
 const require = createRequire(import.meta.url);
 const { version } = require('../../package.json') as { version: string };
+
+/** Every tool the server lists: the continuity tools and the work tools. */
+export const mcpToolNames: ReadonlySet<string> = new Set([...Object.keys(mcpToolTrust), ...workToolNames]);
+
+/** Connect the server to a transport, with protocol faults answered as protocol errors. */
+export async function connectMcp(server: McpServer, transport: Transport): Promise<void> {
+  await server.connect(transport);
+  guardProtocol(transport, mcpToolNames);
+}
 
 export function createMcpServer(options: McpServerOptions): McpServer {
   const server = new McpServer({ name: 'baton', version }, { capabilities: { tools: {} }, instructions });

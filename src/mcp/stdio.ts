@@ -7,7 +7,7 @@ import process from 'node:process';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
-import { createMcpServer } from './server.ts';
+import { connectMcp, createMcpServer } from './server.ts';
 
 function report(error: unknown, tool: string): void {
   const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
@@ -35,7 +35,7 @@ export async function runStdioMcp(options: {
   process.stdin.once('end', stop);
   process.stdin.once('close', stop);
   try {
-    await server.connect(transport);
+    await connectMcp(server, transport);
     await closed;
   } finally {
     process.stdin.off('end', stop);
