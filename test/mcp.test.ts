@@ -223,51 +223,76 @@ const faults: { readonly request: Record<string, unknown>; readonly message: Reg
   },
 ];
 
-describe('MCP protocol faults over stdio, answered as -32602', () => {
-  it('answers each with one readable line, and keeps serving', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'baton-mcp-raw-'));
-    const child = spawn(process.execPath, [entry, join(dir, 'baton.db')], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+/** `baton mcp` as a child, spoken to line by line: each line written, then the next answer read. */
+async function rawStdio(dir: string) {
+  const child = spawn(process.execPath, [entry, join(dir, 'baton.db')], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const answers: Record<string, unknown>[] = [];
+  const waiting: (() => void)[] = [];
+  let buffered = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    for (let end = buffered.indexOf('\n'); end !== -1; end = buffered.indexOf('\n')) {
+      answers.push(JSON.parse(buffered.slice(0, end)) as Record<string, unknown>);
+      buffered = buffered.slice(end + 1);
+      waiting.shift()?.();
+    }
+  });
+  const next = async (): Promise<Record<string, unknown>> => {
+    if (answers.length === 0) await new Promise<void>((resolve) => waiting.push(resolve));
+    return answers.shift()!;
+  };
+  const line = (bytes: string | Buffer) =>
+    child.stdin.write(Buffer.concat([Buffer.from(bytes), Buffer.from('\n')]));
+  const send = async (message: unknown) => {
+    line(JSON.stringify(message));
+    return next();
+  };
+  await send({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: {
+      protocolVersion: LATEST_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'raw', version: '0' },
+    },
+  });
+  line(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  return {
+    child,
+    stderr: () => stderr,
+    line,
+    next,
+    send,
+    async close() {
+      child.stdin.end();
+      await once(child, 'close');
+    },
+  };
+}
+
+describe('MCP protocol faults over stdio', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-mcp-raw-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('answers params that do not fit as -32602, with one readable line, and keeps serving', async () => {
+    const raw = await rawStdio(dir);
     try {
-      const answers = new Map<number, Record<string, unknown>>();
-      let buffered = '';
-      const waiting = new Map<number, () => void>();
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        buffered += chunk;
-        for (let end = buffered.indexOf('\n'); end !== -1; end = buffered.indexOf('\n')) {
-          const message = JSON.parse(buffered.slice(0, end)) as { id: number };
-          buffered = buffered.slice(end + 1);
-          answers.set(message.id, message);
-          waiting.get(message.id)?.();
-        }
-      });
-      const send = async (message: Record<string, unknown>) => {
-        const id = message.id as number;
-        const answered = new Promise<void>((resolve) => waiting.set(id, resolve));
-        child.stdin.write(`${JSON.stringify(message)}\n`);
-        await answered;
-        return answers.get(id)!;
-      };
-      await send({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: {
-          protocolVersion: LATEST_PROTOCOL_VERSION,
-          capabilities: {},
-          clientInfo: { name: 'raw', version: '0' },
-        },
-      });
-      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
       for (const { request, message } of faults) {
-        const answer = await send(request);
+        const answer = await raw.send(request);
         expect(answer).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code: -32602 } });
         const text = (answer.error as { message: string }).message;
         expect(text).toMatch(message);
         expect(text).not.toContain('\n');
       }
-      const report = await send({
+      const report = await raw.send({
         jsonrpc: '2.0',
         id: 20,
         method: 'tools/call',
@@ -276,9 +301,70 @@ describe('MCP protocol faults over stdio, answered as -32602', () => {
       expect(report).toMatchObject({ id: 20, result: { structuredContent: { result: {} } } });
       expect(report.result).not.toHaveProperty('isError', true);
     } finally {
-      child.stdin.end();
-      await once(child, 'close');
-      rmSync(dir, { recursive: true, force: true });
+      await raw.close();
+    }
+  });
+
+  it('exits when its stdout is closed, though stdin stays open', async () => {
+    const raw = await rawStdio(dir);
+    raw.child.stdout.destroy();
+    const exited = once(raw.child, 'close');
+    raw.line(JSON.stringify({ jsonrpc: '2.0', id: 30, method: 'tools/list' }));
+    raw.line(JSON.stringify({ jsonrpc: '2.0', id: 31, method: 'tools/list' }));
+    await exited;
+    expect(raw.child.stdin.writableEnded).toBe(false);
+    expect(raw.stderr()).toBe('');
+  });
+
+  it('answers a line that is not JSON-RPC (or not UTF-8) instead of leaving the client waiting, and writes nothing', async () => {
+    const raw = await rawStdio(dir);
+    const contract = (objective: Buffer) =>
+      Buffer.concat([
+        Buffer.from(
+          '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"handoff_current_work","arguments":{"scope_id":"s","source_id":"b1","disposition":"continue","next_action":{"text":"t","basis":"declared"},"objective":"',
+        ),
+        objective,
+        Buffer.from('"}}}'),
+      ]);
+    try {
+      const cases: [string | Buffer, Record<string, unknown>][] = [
+        [
+          'this is not json',
+          { id: null, error: { code: -32700, message: 'Parse error: the line is not JSON' } },
+        ],
+        ['{"jsonrpc":"2.0","id":4,"method":"tools/list"', { id: null, error: { code: -32700 } }],
+        ['{"id":5,"method":"tools/list"}', { id: 5, error: { code: -32600 } }],
+        ['[]', { id: null, error: { code: -32600 } }],
+        [
+          Buffer.from([0xff, 0xfe, 0x41]),
+          { id: null, error: { code: -32700, message: 'Parse error: the line is not valid UTF-8' } },
+        ],
+        [
+          contract(Buffer.from([0x62, 0x61, 0x64, 0x20, 0xed, 0xa0, 0x80])),
+          { id: null, error: { code: -32700 } },
+        ],
+      ];
+      for (const [line, expected] of cases) {
+        raw.line(line);
+        expect(await raw.next()).toMatchObject({ jsonrpc: '2.0', ...expected });
+      }
+      raw.line('   ');
+      const good = await raw.send({
+        jsonrpc: '2.0',
+        id: 21,
+        method: 'tools/call',
+        params: { name: 'get_report', arguments: {} },
+      });
+      expect(good).toMatchObject({ id: 21, result: { structuredContent: { result: {} } } });
+      // The same source_id again succeeds: the refused line with bad UTF-8 wrote nothing.
+      const written = contract(Buffer.from('fine'));
+      raw.line(written);
+      expect(await raw.next()).toMatchObject({
+        id: 9,
+        result: { structuredContent: { trust: 'untrusted_input' } },
+      });
+    } finally {
+      await raw.close();
     }
   });
 });
@@ -469,7 +555,7 @@ describe('MCP over Streamable HTTP', () => {
     for (const { request, message } of faults) {
       const response = await post(headers, request);
       const body = await response.text();
-      expect(`${request.id} ${response.status}`).toBe(`${request.id} 200`);
+      expect({ id: request.id, status: response.status }).toEqual({ id: request.id, status: 200 });
       const data = /^data: (.*)$/m.exec(body)?.[1] ?? body;
       const answer = JSON.parse(data) as { id: number; error: { code: number; message: string } };
       expect(answer).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code: -32602 } });
