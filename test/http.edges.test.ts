@@ -103,6 +103,40 @@ describe('edges of the HTTP surface', () => {
     expect((await send('/v1/work/report?scope_id=relay&through=0')).status).toBe(200);
   });
 
+  it('refuses a body that is not valid UTF-8 with 400, writing nothing', async () => {
+    const body = (text: Buffer) =>
+      Buffer.concat([
+        Buffer.from('{"scope_id":"utf8","source_id":"u1","content":"'),
+        text,
+        Buffer.from('"}'),
+      ]);
+    const post = (bytes: Buffer) =>
+      fetch(`http://127.0.0.1:${h.port}/v1/work/sources/capture`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${h.tokens.writer}`, 'content-type': 'application/json' },
+        body: bytes,
+      });
+    for (const bad of [
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from([0xed, 0xa0, 0x80]),
+    ]) {
+      const refused = await post(body(bad));
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({
+        error: {
+          code: 'invalid_input',
+          message: 'the body is not valid UTF-8; send JSON in UTF-8',
+          details: {},
+        },
+      });
+    }
+    // The same source_id with other content is no conflict: nothing was captured.
+    const captured = await post(body(Buffer.from('fine \u00e9', 'utf8')));
+    expect(captured.status).toBe(200);
+    expect(await captured.json()).toMatchObject({ source_ref: { source_id: 'u1' } });
+  });
+
   it('does not echo the body back in a JSON syntax error', async () => {
     const reply = await send('/v1/work/sources/capture', 'POST', '{"scope_id": baton_secret_value}');
     expect(reply.status).toBe(400);

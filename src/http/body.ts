@@ -1,7 +1,7 @@
 /**
  * Request bodies are JSON only, at most bodyLimit bytes and maxDepth levels deep. JSON.parse
  * keeps a "__proto__" key as an ordinary own key, as the ledger does. A body that cannot be
- * read is a MalformedRequest (400); whether it means anything is the operation's schema's call.
+ * read (not UTF-8, not JSON, too deep) is a MalformedRequest (400); whether it means anything is the operation's schema's call.
  */
 import type { FastifyInstance } from 'fastify';
 import { MalformedRequest } from './errors.ts';
@@ -66,12 +66,26 @@ export function parseJsonBody(text: string): unknown {
   }
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The body's text. Bytes that are not UTF-8 are refused rather than replaced with U+FFFD: the
+ * replacement would reach the ledger as if the caller had sent it.
+ */
+export function bodyText(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new MalformedRequest('the body is not valid UTF-8; send JSON in UTF-8');
+  }
+}
+
 /** application/json is the only body type; any other is refused with 400 by Fastify's media-type check. */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => {
     try {
-      done(null, parseJsonBody(body as string));
+      done(null, parseJsonBody(bodyText(body as Buffer)));
     } catch (error) {
       done(error as Error, undefined);
     }
