@@ -228,7 +228,7 @@ describe('MCP Streamable HTTP session lifetime', () => {
       expect(await response.json()).toMatchObject({
         jsonrpc: '2.0',
         id: null,
-        error: { code: -32600, message: expect.stringMatching(/initialize .*request with an id/) },
+        error: { code: -32600, message: expect.stringMatching(/initialize .*request with an id/) as unknown },
       });
     }
     expect(await ping(writer.token, real)).toBe(200);

@@ -563,6 +563,43 @@ describe('MCP over Streamable HTTP', () => {
     }
   });
 
+  it('answers a body it cannot read in the JSON-RPC error shape', async () => {
+    for (const body of ['this is not json', '', '{"jsonrpc":']) {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${writer}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body,
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32700, message: expect.stringMatching(/^Parse error: the body /) as unknown },
+      });
+    }
+  });
+
+  it('ends a session on a DELETE that says content-type JSON but has no body', async () => {
+    const { transport } = await connect(writer);
+    const sessionId = transport.sessionId!;
+    const deleted = await fetch(url, {
+      method: 'DELETE',
+      headers: {
+        authorization: `Bearer ${writer}`,
+        'content-type': 'application/json',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': LATEST_PROTOCOL_VERSION,
+      },
+    });
+    expect(deleted.status).toBe(200);
+    const response = await post({ authorization: `Bearer ${writer}`, 'mcp-session-id': sessionId });
+    expect(response.status).toBe(404);
+  });
+
   it('ends a session on DELETE', async () => {
     const { transport } = await connect(writer);
     const sessionId = transport.sessionId!;

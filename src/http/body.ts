@@ -6,6 +6,9 @@
 import type { FastifyInstance } from 'fastify';
 import { MalformedRequest } from './errors.ts';
 
+/** A body that cannot be read as JSON: a MalformedRequest (400) that /mcp answers in JSON-RPC. */
+export class UnreadableBody extends MalformedRequest {}
+
 export const bodyLimit = 2 * 1024 * 1024;
 
 /**
@@ -53,16 +56,16 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
 }
 
 export function parseJsonBody(text: string): unknown {
-  if (text.trim() === '') throw new MalformedRequest('the body is empty; send a JSON object');
+  if (text.trim() === '') throw new UnreadableBody('the body is empty; send a JSON object');
   if (nestsDeeperThan(text, maxDepth)) {
-    throw new MalformedRequest(`the body nests deeper than ${maxDepth} levels`, { max_depth: maxDepth });
+    throw new UnreadableBody(`the body nests deeper than ${maxDepth} levels`, { max_depth: maxDepth });
   }
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
     // Node's message quotes the input; only where it broke goes back.
     const at = /position (\d+)/.exec((error as Error).message)?.[1];
-    throw new MalformedRequest(`the body is not valid JSON${at ? ` (at position ${at})` : ''}`);
+    throw new UnreadableBody(`the body is not valid JSON${at ? ` (at position ${at})` : ''}`);
   }
 }
 
@@ -76,15 +79,21 @@ export function bodyText(bytes: Uint8Array): string {
   try {
     return utf8.decode(bytes);
   } catch {
-    throw new MalformedRequest('the body is not valid UTF-8; send JSON in UTF-8');
+    throw new UnreadableBody('the body is not valid UTF-8; send JSON in UTF-8');
   }
 }
 
 /** application/json is the only body type; any other is refused with 400 by Fastify's media-type check. */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
     try {
+      // A DELETE or GET that says application/json but sends nothing (some clients always set
+      // the header) has no body; only a POST must carry one.
+      if ((body as Buffer).length === 0 && request.method !== 'POST') {
+        done(null, undefined);
+        return;
+      }
       done(null, parseJsonBody(bodyText(body as Buffer)));
     } catch (error) {
       done(error as Error, undefined);

@@ -10,11 +10,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
 import { isBatonError } from '../core/errors.ts';
+import { UnreadableBody } from '../http/body.ts';
+import { encodeError, sendError } from '../http/errors.ts';
 import { connectMcp, createMcpServer } from './server.ts';
 
 export const mcpPath = '/mcp';
@@ -61,6 +63,24 @@ function isInitializeAttempt(body: unknown): boolean {
       message !== null &&
       (message as { method?: unknown }).method === 'initialize',
   );
+}
+
+/**
+ * /mcp's own error handler: a body it cannot read (not JSON, not UTF-8, too large, not
+ * application/json) answers in the JSON-RPC error shape an MCP client reads; anything else
+ * (the Host guard, a server shutting down) in the one error envelope of every route.
+ */
+function rpcFailure(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const code = (error as { code?: unknown } | null)?.code;
+  const unreadable =
+    error instanceof UnreadableBody || (typeof code === 'string' && code.startsWith('FST_ERR_CTP_'));
+  if (!unreadable) return sendError(request, reply, error);
+  const encoded = encodeError(error);
+  request.log.info({ code: encoded.body.error.code, status: encoded.status }, 'MCP request refused');
+  const { message } = encoded.body.error;
+  return encoded.status === 400
+    ? rpcError(reply, 400, ErrorCode.ParseError, `Parse error: ${message}`)
+    : rpcError(reply, encoded.status, ErrorCode.InvalidRequest, `Invalid Request: ${message}`);
 }
 
 function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
@@ -322,7 +342,14 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
     );
   }
 
-  app.route({ method: ['GET', 'POST', 'DELETE'], url: mcpPath, handler: handle });
+  app.route({
+    method: ['GET', 'POST', 'DELETE'],
+    url: mcpPath,
+    handler: handle,
+    errorHandler: (error, request, reply) => {
+      rpcFailure(error, request, reply);
+    },
+  });
 
   // preClose, not onClose: an open SSE stream would keep the HTTP server from closing.
   app.addHook('preClose', async () => {
