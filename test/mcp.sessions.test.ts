@@ -15,7 +15,7 @@ import type { AppDeps } from '../src/app/deps.ts';
 import { systemClock } from '../src/core/clock.ts';
 import type { Store } from '../src/store/store.ts';
 import { defaultMaxSessionsPerToken, registerMcpRoutes, type McpRoutesOptions } from '../src/mcp/http.ts';
-import { ok } from './helpers/mcp.ts';
+import { ok, rawInitialize } from './helpers/mcp.ts';
 import { tempSqliteStore } from './helpers/sqlite.ts';
 import { withOverrides } from './helpers/stores.ts';
 
@@ -26,16 +26,7 @@ interface Created {
   token_id: string;
 }
 
-const initialize = {
-  jsonrpc: '2.0',
-  id: 0,
-  method: 'initialize',
-  params: {
-    protocolVersion: LATEST_PROTOCOL_VERSION,
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '0' },
-  },
-};
+const initialize = rawInitialize;
 
 function bearer(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;

@@ -30,6 +30,7 @@ import {
   fail,
   noAuthorityPattern,
   ok,
+  rawInitialize,
   readTools,
   runContinuityLoop,
   toolNames,
@@ -251,16 +252,7 @@ async function rawStdio(dir: string) {
     line(JSON.stringify(message));
     return next();
   };
-  await send({
-    jsonrpc: '2.0',
-    id: 0,
-    method: 'initialize',
-    params: {
-      protocolVersion: LATEST_PROTOCOL_VERSION,
-      capabilities: {},
-      clientInfo: { name: 'raw', version: '0' },
-    },
-  });
+  await send(rawInitialize);
   line(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
   return {
     child,
@@ -268,6 +260,17 @@ async function rawStdio(dir: string) {
     line,
     next,
     send,
+    /** get_report answers with a result: the server still serves after what came before. */
+    async expectServing(id: number) {
+      const report = await send({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'get_report', arguments: {} },
+      });
+      expect(report).toMatchObject({ id, result: { structuredContent: { result: {} } } });
+      expect(report.result).not.toHaveProperty('isError', true);
+    },
     async close() {
       child.stdin.end();
       await once(child, 'close');
@@ -292,14 +295,7 @@ describe('MCP protocol faults over stdio', () => {
         expect(text).toMatch(message);
         expect(text).not.toContain('\n');
       }
-      const report = await raw.send({
-        jsonrpc: '2.0',
-        id: 20,
-        method: 'tools/call',
-        params: { name: 'get_report', arguments: {} },
-      });
-      expect(report).toMatchObject({ id: 20, result: { structuredContent: { result: {} } } });
-      expect(report.result).not.toHaveProperty('isError', true);
+      await raw.expectServing(20);
     } finally {
       await raw.close();
     }
@@ -349,13 +345,7 @@ describe('MCP protocol faults over stdio', () => {
         expect(await raw.next()).toMatchObject({ jsonrpc: '2.0', ...expected });
       }
       raw.line('   ');
-      const good = await raw.send({
-        jsonrpc: '2.0',
-        id: 21,
-        method: 'tools/call',
-        params: { name: 'get_report', arguments: {} },
-      });
-      expect(good).toMatchObject({ id: 21, result: { structuredContent: { result: {} } } });
+      await raw.expectServing(21);
       // The same source_id again succeeds: the refused line with bad UTF-8 wrote nothing.
       const written = contract(Buffer.from('fine'));
       raw.line(written);
@@ -510,16 +500,7 @@ describe('MCP over Streamable HTTP', () => {
   });
 
   it('answers 401 with a JSON body without a valid token, and opens no session', async () => {
-    const initialize = {
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: {
-        protocolVersion: LATEST_PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'x', version: '0' },
-      },
-    };
+    const initialize = rawInitialize;
     for (const headers of [{}, { authorization: 'Bearer baton_nonsense' }] as Record<string, string>[]) {
       const response = await post(headers, initialize);
       expect(response.status).toBe(401);

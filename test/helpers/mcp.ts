@@ -3,7 +3,20 @@
  * tool error, and walk one whole continuity loop through the nine tools.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'vitest';
+
+/** An initialize request as a raw client sends it (id 0). */
+export const rawInitialize = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: {
+    protocolVersion: LATEST_PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '0' },
+  },
+};
 
 export const toolNames = [
   'create_work_contract',
