@@ -185,8 +185,15 @@ describe('MCP over stdio', () => {
   });
 });
 
-/** The protocol faults every transport answers as -32602, and what each answer must say. */
-const faults: { readonly request: Record<string, unknown>; readonly message: RegExp }[] = [
+/**
+ * The protocol faults every transport answers as a JSON-RPC error (-32602 unless code says
+ * otherwise), and what each answer must say.
+ */
+const faults: {
+  readonly request: Record<string, unknown>;
+  readonly message: RegExp;
+  readonly code?: number;
+}[] = [
   {
     request: {
       jsonrpc: '2.0',
@@ -222,10 +229,32 @@ const faults: { readonly request: Record<string, unknown>; readonly message: Reg
     request: { jsonrpc: '2.0', id: 15, method: 'tools/list', params: { cursor: 12 } },
     message: /^Invalid params: params\.cursor: /,
   },
+  {
+    // This server declares no tasks capability (the SDK answered -32603, an internal error).
+    request: {
+      jsonrpc: '2.0',
+      id: 16,
+      method: 'tools/call',
+      params: { name: 'get_report', arguments: {}, task: { ttl: 60000 } },
+    },
+    code: -32601,
+    message: /^Method not found: tools\/call with a task: this server runs every tool call at once/,
+  },
 ];
 
+/** Each fault, sent by send, is answered with its code and message on one line. */
+async function expectFaults(send: (request: Record<string, unknown>) => Promise<unknown>): Promise<void> {
+  for (const { request, message, code = -32602 } of faults) {
+    const answer = (await send(request)) as { error?: { message?: unknown } };
+    expect(answer).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code } });
+    const text = String(answer.error?.message);
+    expect(text).toMatch(message);
+    expect(text).not.toContain('\n');
+  }
+}
+
 /** `baton mcp` as a child, spoken to line by line: each line written, then the next answer read. */
-async function rawStdio(dir: string) {
+async function rawStdio(dir: string, { initialize = true } = {}) {
   const child = spawn(process.execPath, [entry, join(dir, 'baton.db')], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -252,9 +281,14 @@ async function rawStdio(dir: string) {
     line(JSON.stringify(message));
     return next();
   };
-  await send(rawInitialize);
-  line(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  const initialized = async () => {
+    const answer = await send(rawInitialize);
+    line(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    return answer;
+  };
+  if (initialize) await initialized();
   return {
+    initialized,
     child,
     stderr: () => stderr,
     line,
@@ -288,14 +322,36 @@ describe('MCP protocol faults over stdio', () => {
   it('answers params that do not fit as -32602, with one readable line, and keeps serving', async () => {
     const raw = await rawStdio(dir);
     try {
-      for (const { request, message } of faults) {
-        const answer = await raw.send(request);
-        expect(answer).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code: -32602 } });
-        const text = (answer.error as { message: string }).message;
-        expect(text).toMatch(message);
-        expect(text).not.toContain('\n');
-      }
+      await expectFaults(raw.send);
       await raw.expectServing(20);
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it('serves nothing but ping before initialize', async () => {
+    const raw = await rawStdio(dir, { initialize: false });
+    try {
+      const early = await raw.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+      expect(early).toEqual({
+        jsonrpc: '2.0',
+        id: 1,
+        error: { code: -32000, message: 'Bad Request: not initialized; send an initialize request first' },
+      });
+      const call = {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'get_report', arguments: {} },
+      };
+      expect(await raw.send(call)).toMatchObject({ id: 2, error: { code: -32000 } });
+      expect(await raw.send({ jsonrpc: '2.0', id: 3, method: 'ping' })).toEqual({
+        jsonrpc: '2.0',
+        id: 3,
+        result: {},
+      });
+      expect(await raw.initialized()).toMatchObject({ id: 0, result: { serverInfo: {} } });
+      await raw.expectServing(4);
     } finally {
       await raw.close();
     }
@@ -533,15 +589,35 @@ describe('MCP over Streamable HTTP', () => {
   it('answers protocol faults in a session as -32602, with one readable line', async () => {
     const { transport } = await connect(writer);
     const headers = { authorization: `Bearer ${writer}`, 'mcp-session-id': transport.sessionId! };
-    for (const { request, message } of faults) {
+    await expectFaults(async (request) => {
       const response = await post(headers, request);
       const body = await response.text();
       expect({ id: request.id, status: response.status }).toEqual({ id: request.id, status: 200 });
-      const data = /^data: (.*)$/m.exec(body)?.[1] ?? body;
-      const answer = JSON.parse(data) as { id: number; error: { code: number; message: string } };
-      expect(answer).toMatchObject({ jsonrpc: '2.0', id: request.id, error: { code: -32602 } });
-      expect(answer.error.message).toMatch(message);
+      return JSON.parse(/^data: (.*)$/m.exec(body)?.[1] ?? body) as unknown;
+    });
+  });
+
+  it('answers JSON that is not JSON-RPC, or an empty batch, with 400 -32600', async () => {
+    const { client, transport } = await connect(writer);
+    const headers = { authorization: `Bearer ${writer}`, 'mcp-session-id': transport.sessionId! };
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    const cases: [unknown, unknown][] = [
+      [[], null],
+      [{ foo: 1 }, null],
+      [{ id: 7, method: 'tools/list' }, 7],
+      [[list, 5], null],
+      ['tools/list', null],
+    ];
+    for (const [body, id] of cases) {
+      const response = await post(headers, body);
+      expect({ body, status: response.status }).toEqual({ body, status: 400 });
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32600, message: expect.stringMatching(/^Invalid Request: /) as unknown },
+      });
     }
+    await ok(client, 'get_report', {});
   });
 
   it('answers a body it cannot read in the JSON-RPC error shape', async () => {

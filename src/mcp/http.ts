@@ -10,13 +10,19 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ErrorCode, isInitializeRequest, isJSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  isInitializeRequest,
+  isJSONRPCRequest,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
 import { isBatonError } from '../core/errors.ts';
 import { UnreadableBody } from '../http/body.ts';
 import { encodeError, sendError } from '../http/errors.ts';
+import { invalidMessage, rpcError } from './guard.ts';
 import { connectMcp, createMcpServer } from './server.ts';
 
 export const mcpPath = '/mcp';
@@ -53,7 +59,6 @@ interface Session {
   closed: boolean;
 }
 
-/** A JSON-RPC error without an id, as the SDK's transport answers transport faults. */
 /** Whether a body tries to initialize: a message, or one of a batch, whose method is initialize. */
 function isInitializeAttempt(body: unknown): boolean {
   const messages: unknown[] = Array.isArray(body) ? body : [body];
@@ -63,6 +68,18 @@ function isInitializeAttempt(body: unknown): boolean {
       message !== null &&
       (message as { method?: unknown }).method === 'initialize',
   );
+}
+
+/**
+ * The -32600 answer to a POST body that is not a JSON-RPC message or a non-empty batch of them
+ * (the SDK answered an empty batch 202 and other JSON -32700, as if it were not JSON).
+ */
+function invalidBody(body: unknown): JSONRPCMessage | undefined {
+  if (!Array.isArray(body)) return invalidMessage(body, 'the body');
+  if (body.length === 0)
+    return rpcError(null, ErrorCode.InvalidRequest, 'Invalid Request: the body is an empty batch');
+  const index = body.findIndex((message) => invalidMessage(message) !== undefined);
+  return index === -1 ? undefined : invalidMessage(body[index], `message ${index} of the batch`);
 }
 
 /**
@@ -79,15 +96,15 @@ function rpcFailure(error: unknown, request: FastifyRequest, reply: FastifyReply
   request.log.info({ code: encoded.body.error.code, status: encoded.status }, 'MCP request refused');
   const { message } = encoded.body.error;
   return encoded.status === 400
-    ? rpcError(reply, 400, ErrorCode.ParseError, `Parse error: ${message}`)
-    : rpcError(reply, encoded.status, ErrorCode.InvalidRequest, `Invalid Request: ${message}`);
+    ? rpcReply(reply, 400, ErrorCode.ParseError, `Parse error: ${message}`)
+    : rpcReply(reply, encoded.status, ErrorCode.InvalidRequest, `Invalid Request: ${message}`);
 }
 
-function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
+function rpcReply(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
   return reply
     .code(status)
     .type('application/json')
-    .send({ jsonrpc: '2.0', error: { code, message }, id: null });
+    .send(rpcError(null, code, message));
 }
 
 /** `host[:port]` as a URL spells it (lower case, default port dropped), or undefined when malformed. */
@@ -291,7 +308,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
 
   async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> {
     const foreign = foreignOrigin(request);
-    if (foreign) return rpcError(reply, 403, -32000, `Forbidden: ${foreign}`);
+    if (foreign) return rpcReply(reply, 403, -32000, `Forbidden: ${foreign}`);
     let principal: Principal;
     try {
       principal = await options.authenticate(request);
@@ -311,13 +328,15 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
         .code(500)
         .send({ error: { code: 'internal', message: 'authentication failed unexpectedly', details: {} } });
     }
+    const invalid = request.method === 'POST' ? invalidBody(request.body) : undefined;
+    if (invalid) return reply.code(400).type('application/json').send(invalid);
     const sessionId = sessionIdOf(request);
-    if (sessionId === null) return rpcError(reply, 400, -32000, 'Bad Request: malformed Mcp-Session-Id');
+    if (sessionId === null) return rpcReply(reply, 400, -32000, 'Bad Request: malformed Mcp-Session-Id');
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
       // Another token's session is answered exactly like one that does not exist.
       if (!session || !sameCaller(session.principal, principal)) {
-        return rpcError(reply, 404, -32001, 'Session not found');
+        return rpcReply(reply, 404, -32001, 'Session not found');
       }
       use(session, request, reply);
       return serve(request, reply, session.transport);
@@ -325,7 +344,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
     if (request.method === 'POST' && isInitializeAttempt(request.body)) {
       // A notification would open a session whose id nobody learns, and push out real ones.
       if (!isJSONRPCRequest(request.body) || !isInitializeRequest(request.body)) {
-        return rpcError(
+        return rpcReply(
           reply,
           400,
           -32600,
@@ -334,7 +353,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
       }
       return open(request, reply, principal);
     }
-    return rpcError(
+    return rpcReply(
       reply,
       400,
       -32000,

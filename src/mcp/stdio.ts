@@ -13,10 +13,11 @@
 import process from 'node:process';
 import { Transform, type TransformCallback } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
 import { bodyLimit } from '../http/body.ts';
+import { invalidMessage, rpcError } from './guard.ts';
 import { connectMcp, createMcpServer } from './server.ts';
 
 function report(error: unknown, tool: string): void {
@@ -28,11 +29,6 @@ function report(error: unknown, tool: string): void {
 export const maxLineBytes = bodyLimit;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function rpcError(id: unknown, code: number, message: string): JSONRPCMessage {
-  const usable = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
-  return { jsonrpc: '2.0', id: usable ? id : null, error: { code, message } } as JSONRPCMessage;
-}
 
 /** What to do with one line: pass it on, answer it, or skip it (blank). */
 export function screenLine(bytes: Uint8Array): { pass: string } | { answer: JSONRPCMessage } | null {
@@ -49,18 +45,8 @@ export function screenLine(bytes: Uint8Array): { pass: string } | { answer: JSON
   } catch {
     return { answer: rpcError(null, ErrorCode.ParseError, 'Parse error: the line is not JSON') };
   }
-  const parsed = JSONRPCMessageSchema.safeParse(value);
-  if (!parsed.success) {
-    const id = typeof value === 'object' && value !== null ? (value as { id?: unknown }).id : undefined;
-    return {
-      answer: rpcError(
-        id,
-        ErrorCode.InvalidRequest,
-        'Invalid Request: send one JSON-RPC 2.0 message per line (jsonrpc "2.0", a method, an id for a request)',
-      ),
-    };
-  }
-  return { pass: text };
+  const invalid = invalidMessage(value, 'each line');
+  return invalid ? { answer: invalid } : { pass: text };
 }
 
 /** Splits stdin into lines, passes the good ones on and answers the others through `answer`. */
