@@ -200,10 +200,10 @@ export async function newPage(
   return { context, page, problems };
 }
 
-/** Open the page and log in with the token, as a person would. */
-export async function logIn(page: Page, web: WebServer): Promise<void> {
+/** Open the page and log in with the token (by default the server's), as a person would. */
+export async function logIn(page: Page, web: WebServer, token = web.token): Promise<void> {
   await page.goto(`${web.url}/`);
-  await page.getByLabel('Project token').fill(web.token);
+  await page.getByLabel('Project token').fill(token);
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('heading', { name: 'Workstreams' }).waitFor();
 }

@@ -27,7 +27,7 @@ function initialLocale(): Locale {
   return navigator.language.toLowerCase().startsWith('zh') ? 'zh-CN' : 'en';
 }
 
-/** A map kept per workstream: setting undefined removes the entry. */
+/** A map kept per workstream: setting undefined removes the entry; clear empties it. */
 function useKeyed<T>() {
   const [map, setMap] = useState<Readonly<Record<string, T>>>({});
   const set = useCallback((key: string, value: T | undefined) => {
@@ -38,7 +38,8 @@ function useKeyed<T>() {
       return next;
     });
   }, []);
-  return [map, set] as const;
+  const clear = useCallback(() => setMap({}), []);
+  return [map, set, clear] as const;
 }
 
 type Pause = 'edits' | 'action' | 'hidden' | null;
@@ -51,14 +52,14 @@ export function App() {
   const [report, setReport] = useState<HandoffReport | null>(null);
   const [loads, setLoads] = useState(0);
   const [loadError, setLoadError] = useState<string | null>(null);
-  const [drafts, setDraft] = useKeyed<CardDraft>();
-  const [attempts, setAttempt] = useKeyed<SendAttempt>();
-  const [forms, setForms] = useKeyed<Forms>();
-  const [preflights, setPreflight] = useKeyed<Preflight>();
+  const [drafts, setDraft, clearDrafts] = useKeyed<CardDraft>();
+  const [attempts, setAttempt, clearAttempts] = useKeyed<SendAttempt>();
+  const [forms, setForms, clearForms] = useKeyed<Forms>();
+  const [preflights, setPreflight, clearPreflights] = useKeyed<Preflight>();
+  /** The project the drafts, attempts and forms in memory were made in. */
+  const memoryOf = useRef(session?.project_id);
   const [busy, setBusy] = useState(0);
   const [hidden, setHidden] = useState(() => document.visibilityState !== 'visible');
-
-  const client = useMemo(() => (session ? makeApi(session.csrf) : null), [session]);
 
   useEffect(() => {
     document.documentElement.lang = locale;
@@ -87,11 +88,23 @@ export function App() {
   const workspaceRef = useRef<string | null>(null);
   workspaceRef.current = route.view === 'workspace' ? route.scope_id : null;
 
+  /** Back to the login form; what was typed stays for a login to the same project. */
   const signOut = useCallback(() => {
     clearSession();
     setSession(null);
     setReport(null);
+    setLoadError(null);
   }, []);
+
+  /** Forget everything typed, sent or checked in this tab: no later login may see or send it. */
+  const forget = () => {
+    clearDrafts();
+    clearAttempts();
+    clearForms();
+    clearPreflights();
+  };
+
+  const client = useMemo(() => (session ? makeApi(session.csrf, signOut) : null), [session, signOut]);
 
   /**
    * Load the project's report, and the open workspace's preflight with it, so that both change
@@ -115,11 +128,12 @@ export function App() {
         setLoads((n) => n + 1);
         setLoadError(null);
       } catch (error) {
-        if (error instanceof ApiError && error.status === 401) signOut();
-        else setLoadError(error instanceof Error ? error.message : String(error));
+        // A 401 has already returned to the login form (the client's onUnauthorized).
+        if (!(error instanceof ApiError && error.status === 401))
+          setLoadError(error instanceof Error ? error.message : String(error));
       }
     },
-    [client, signOut],
+    [client],
   );
 
   useEffect(() => {
@@ -155,6 +169,8 @@ export function App() {
 
   const onLogin = async (token: string) => {
     const created = await login(token);
+    if (created.project_id !== memoryOf.current) forget();
+    memoryOf.current = created.project_id;
     setSession(saveSession(created));
   };
 
@@ -162,6 +178,7 @@ export function App() {
     try {
       await client?.logout();
     } finally {
+      forget();
       signOut();
     }
   };

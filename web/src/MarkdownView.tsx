@@ -12,6 +12,7 @@ export function MarkdownView({ api, scope_id, through }: { api: Api; scope_id: s
   useEffect(() => {
     let live = true;
     setMarkdown(null);
+    setError(null);
     api.markdown(scope_id, through === undefined ? undefined : { through }).then(
       (result) => live && setMarkdown(result.markdown),
       (failure: unknown) => live && setError(failure instanceof Error ? failure.message : String(failure)),

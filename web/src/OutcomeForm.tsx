@@ -8,6 +8,7 @@ import { ApiError } from './api.ts';
 import { outcomeStatuses, parseChecks, type OutcomeForm as Form, type OutcomeStatus } from './forms.ts';
 import { useMessages } from './i18n.ts';
 import { newAttemptId } from './ids.ts';
+import { useOnce } from './once.ts';
 import type { SourceRef } from './types.ts';
 import type { WorkspaceProps } from './Workspace.tsx';
 
@@ -31,14 +32,18 @@ export function OutcomeForm({
   const t = useMessages();
   const id = useId();
   const [error, setError] = useState<string | null>(null);
+  const { running, once } = useOnce();
   const form = forms.outcome;
   const setForm = (patch: Partial<Form>) => {
     setForms({ ...forms, outcome: { ...form, ...patch } });
     setError(null);
   };
 
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
+    return once(record);
+  };
+  const record = async () => {
     const parsed = parseChecks(form.checks);
     if ('bad' in parsed) {
       setError(t.badChecks(parsed.bad));
@@ -114,7 +119,7 @@ export function OutcomeForm({
           {error}
         </p>
       )}
-      <button type="submit" className="primary">
+      <button type="submit" className="primary" disabled={running}>
         {t.recordOutcome}
       </button>
     </form>

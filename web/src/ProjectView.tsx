@@ -34,7 +34,9 @@ export function ProjectView({
                     : t.none}
                 </dd>
                 <dt>{t.objective}</dt>
-                <dd className="objective">{workstream.current?.handoff.objective ?? t.none}</dd>
+                <dd className="objective" title={workstream.current?.handoff.objective}>
+                  {workstream.current?.handoff.objective ?? t.none}
+                </dd>
                 <dt>{t.transferState}</dt>
                 <dd>
                   <TransferBadge state={workstream.continuity.transfer_state} />

@@ -9,6 +9,7 @@ import { ApiError } from './api.ts';
 import { receiverFor, type ReceiverForm } from './forms.ts';
 import { useMessages } from './i18n.ts';
 import { newAttemptId } from './ids.ts';
+import { useOnce } from './once.ts';
 import { OutcomeForm } from './OutcomeForm.tsx';
 import { latestRevision, runPreflight, type Preflight } from './preflight.ts';
 import type { ReceiptStatus } from './types.ts';
@@ -25,6 +26,7 @@ export function Receiver(props: Props) {
   const [error, setError] = useState<string | null>(null);
   const [recorded, setRecorded] = useState<string | null>(null);
   const reasonRef = useRef<HTMLTextAreaElement>(null);
+  const { running, once } = useOnce();
   const sequence = useRef(0);
   const store = useRef(setPreflight);
   store.current = setPreflight;
@@ -75,7 +77,8 @@ export function Receiver(props: Props) {
         ? t.acceptNeedsChecks
         : null;
 
-  const choose = async (status: ReceiptStatus) => {
+  const choose = (status: ReceiptStatus) => once(() => record(status));
+  const record = async (status: ReceiptStatus) => {
     setError(null);
     setRecorded(null);
     const reason = form.reason.trim();
@@ -220,16 +223,16 @@ export function Receiver(props: Props) {
         <button
           type="button"
           className="primary"
-          disabled={acceptDisabled}
+          disabled={acceptDisabled || running}
           aria-describedby={acceptHint ? `${id}-accept-hint` : undefined}
           onClick={() => void choose('accepted')}
         >
           {t.accept}
         </button>
-        <button type="button" disabled={!ready} onClick={() => void choose('needs_clarification')}>
+        <button type="button" disabled={!ready || running} onClick={() => void choose('needs_clarification')}>
           {t.needsClarification}
         </button>
-        <button type="button" disabled={!ready} onClick={() => void choose('declined')}>
+        <button type="button" disabled={!ready || running} onClick={() => void choose('declined')}>
           {t.decline}
         </button>
       </div>

@@ -48,7 +48,7 @@ export function Workspace(props: WorkspaceProps) {
         )}
       </nav>
       {!workstream ? (
-        <p>{t.noWorkstreams}</p>
+        <p>{t.nothingRecorded(scope_id)}</p>
       ) : (
         <>
           <div className="columns">

@@ -91,15 +91,27 @@ function query(values: Readonly<Record<string, string | number | undefined>>): s
   return text ? `?${text}` : '';
 }
 
-/** The calls of a logged-in page; writes carry the session's CSRF secret. */
-export function api(csrf: string) {
-  const post = <T>(path: string, body: unknown) => request<T>('POST', path, { body, csrf });
+/**
+ * The calls of a logged-in page; writes carry the session's CSRF secret. Any answer 401 (the
+ * session expired or was ended elsewhere) also tells onUnauthorized, which returns to the login
+ * form, before the caller sees the error.
+ */
+export function api(csrf: string, onUnauthorized: () => void) {
+  const call = async <T>(method: string, path: string, init: { body?: unknown; csrf?: string }) => {
+    try {
+      return await request<T>(method, path, init);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) onUnauthorized();
+      throw error;
+    }
+  };
+  const post = <T>(path: string, body: unknown) => call<T>('POST', path, { body, csrf });
   return {
-    report: () => request<HandoffReport>('GET', '/v1/work/report', {}),
+    report: () => call<HandoffReport>('GET', '/v1/work/report', {}),
     workstream: (scope_id: string, frozen?: { through?: number; position?: number }) =>
-      request<WorkstreamReport>('GET', `/v1/work/report${query({ scope_id, ...frozen })}`, {}),
+      call<WorkstreamReport>('GET', `/v1/work/report${query({ scope_id, ...frozen })}`, {}),
     markdown: (scope_id: string, frozen?: { through?: number; position?: number }) =>
-      request<{ markdown: string }>(
+      call<{ markdown: string }>(
         'GET',
         `/v1/work/report${query({ scope_id, ...frozen, format: 'markdown' })}`,
         {},
@@ -112,7 +124,7 @@ export function api(csrf: string) {
       post<CommitResult>('/v1/work/handoffs/commit', { scope_id, prepared: digest, expected_head }),
     acknowledge: (input: AcknowledgeInput) => post<AcknowledgeResult>('/v1/work/handoffs/acknowledge', input),
     recordOutcome: (input: OutcomeInput) => post<OutcomeResult>('/v1/work/outcomes/record', input),
-    logout: () => request<void>('DELETE', '/v1/session', {}),
+    logout: () => call<void>('DELETE', '/v1/session', {}),
   };
 }
 

@@ -18,6 +18,8 @@ const en = {
   project: (id: string) => `Project ${id}`,
   workstreams: 'Workstreams',
   noWorkstreams: 'No workstreams yet. Capture a source or hand off work with the CLI or the API first.',
+  nothingRecorded: (scope_id: string) =>
+    `Nothing is recorded in workstream ${scope_id} in this project. Check the name; a workstream starts with its first source, contract or handoff, from the CLI or the API.`,
   workstream: 'Workstream',
   currentRevision: 'Current revision',
   transferState: 'Transfer',
@@ -166,6 +168,8 @@ const zhCN: Messages = {
   project: (id) => `项目 ${id}`,
   workstreams: '工作流',
   noWorkstreams: '还没有工作流。请先用命令行或 API 记录来源或提交交接。',
+  nothingRecorded: (scope_id: string) =>
+    `此项目的工作流 ${scope_id} 中没有任何记录。请检查名称；工作流从它的第一个来源、合同或交接开始（通过命令行或 API）。`,
   workstream: '工作流',
   currentRevision: '当前修订',
   transferState: '移交',

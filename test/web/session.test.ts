@@ -1,0 +1,147 @@
+/**
+ * The page across sessions and failures, in Chromium against a real server: what a logout
+ * leaves behind, a session that ends under a write, a double click on a choice, and views
+ * whose load failed or that name nothing.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createToken } from '../../src/app/auth.ts';
+import { Client, launchBrowser, logIn, newPage, openWorkspace, startWeb, type WebServer } from './harness.ts';
+
+describe('the page across sessions and failures', () => {
+  let browser: Browser;
+  let web: WebServer;
+  let page: Page;
+  let closeContext: () => Promise<void>;
+
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser.close();
+  });
+  beforeEach(async () => {
+    web = await startWeb();
+    const opened = await newPage(browser);
+    page = opened.page;
+    closeContext = () => opened.context.close();
+  });
+  afterEach(async () => {
+    await closeContext();
+    await web.dispose();
+  });
+
+  const card = () => page.getByRole('region', { name: 'What am I handing off?' });
+  const objective = () => card().getByRole('textbox', { name: 'Objective', exact: true });
+  const receiver = () => page.getByRole('region', { name: 'Can I take it?' });
+  const loginForm = () => page.getByLabel('Project token');
+
+  /** Log in on the login form the page shows now, without loading the page again. */
+  async function logInHere(token: string): Promise<void> {
+    await loginForm().fill(token);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('button', { name: 'Log out' }).waitFor();
+  }
+
+  /** A second project with its own token, and its own workstream `alpha` at revision 1. */
+  async function otherProject(): Promise<{ token: string; client: Client }> {
+    await web.deps.store.createProject('other');
+    const { token } = await createToken(web.deps, { project_id: 'other' });
+    const client = new Client(web.url, token);
+    await client.handoff('alpha', 'other-b1', { objective: 'The other project’s own plan' });
+    return { token, client };
+  }
+
+  it('drops unsent drafts and forms on logout: the next login, to another project or the same one, never sees or sends them', async () => {
+    await web.client.handoff('alpha', 'acme-b1', { objective: 'Acme’s plan' });
+    const other = await otherProject();
+    await logIn(page, web);
+    await openWorkspace(page, 'alpha');
+    await objective().fill('SECRET: acme’s unsent plan');
+    await receiver()
+      .getByRole('textbox', { name: /^Reason/ })
+      .fill('acme’s private reason');
+
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await logInHere(other.token);
+    await openWorkspace(page, 'alpha');
+    expect(await objective().inputValue()).toBe('The other project’s own plan');
+    expect(
+      await receiver()
+        .getByRole('textbox', { name: /^Reason/ })
+        .inputValue(),
+    ).toBe('');
+    await page.getByRole('status').filter({ hasText: 'Updates every 5 seconds' }).waitFor();
+
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await logInHere(web.token);
+    await openWorkspace(page, 'alpha');
+    expect(await objective().inputValue()).toBe('Acme’s plan');
+    const report = await other.client.workstream('alpha');
+    expect(report.selection.revision).toBe(1);
+  });
+
+  it('returns to the login form when a write finds the session ended, and keeps the draft for the same project', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Revision one' });
+    await logIn(page, web);
+    await openWorkspace(page, 'relay');
+    await objective().fill('Revision two, typed before the session ended');
+    // The session ends elsewhere (another tab logged out, or it expired).
+    await page.evaluate(() => fetch('/v1/session', { method: 'DELETE' }).then(() => undefined));
+    await card().getByRole('button', { name: 'Send Handoff' }).click();
+    await loginForm().waitFor();
+
+    await logInHere(web.token);
+    await openWorkspace(page, 'relay');
+    expect(await objective().inputValue()).toBe('Revision two, typed before the session ended');
+    expect((await web.client.workstream('relay')).selection.revision).toBe(1);
+  });
+
+  it('stores one receipt for a double click on a choice', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Take this once' });
+    await logIn(page, web);
+    await openWorkspace(page, 'relay');
+    await receiver().locator('.preflight-for').waitFor();
+    for (const name of [
+      'The live workspace matches this workstream',
+      'I have the capability to do the next action',
+      'I am authorized to do the next action',
+    ])
+      await receiver().getByRole('checkbox', { name }).check();
+    await receiver().getByRole('button', { name: 'Accept', exact: true }).dblclick();
+    await receiver().getByText('Recorded: accepted for revision 1.').waitFor();
+    await page.getByRole('status').filter({ hasText: 'Updates every 5 seconds' }).waitFor();
+    expect((await web.client.continuity('relay')).counts['handoff-receipt']).toBe(1);
+  });
+
+  it('shows a Markdown view’s own load only: an earlier failure does not stay on screen', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Only one revision' });
+    await logIn(page, web);
+    await page.evaluate("location.hash = '#/w/relay/markdown?through=9'");
+    await page.getByRole('alert').filter({ hasText: 'through' }).waitFor();
+    await page.evaluate("location.hash = '#/w/relay/markdown?through=1'");
+    await expect.poll(() => page.locator('pre.markdown').textContent()).toContain('revision 1 of 1');
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
+  it('keeps a card with a 2,000-character objective as short as its neighbours, the whole text in its title', async () => {
+    const long = `${'A very long objective that goes on. '.repeat(55)}`.slice(0, 2000);
+    await web.client.handoff('long', 'b1', { objective: long });
+    await web.client.handoff('short', 'b1', { objective: 'Short' });
+    await logIn(page, web);
+    const objectiveOf = (scope: string) => page.locator(`li[data-scope="${scope}"] dd.objective`);
+    expect(await objectiveOf('long').getAttribute('title')).toBe(long);
+    const height = async (scope: string) => (await objectiveOf(scope).boundingBox())?.height ?? Infinity;
+    expect(await height('long')).toBeLessThanOrEqual(5 * (await height('short')));
+  });
+
+  it('says a workstream has nothing recorded, not that the project has no workstreams', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Something exists' });
+    await logIn(page, web);
+    await page.evaluate("location.hash = '#/w/does-not-exist'");
+    await page.getByRole('heading', { name: 'does-not-exist' }).waitFor();
+    const main = page.locator('main');
+    await expect.poll(() => main.textContent()).toContain('Nothing is recorded in workstream does-not-exist');
+    expect(await main.textContent()).not.toContain('No workstreams yet');
+  });
+});
