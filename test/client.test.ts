@@ -217,6 +217,30 @@ describe('typed client', () => {
     expect(forbidden.code).toBe('forbidden');
   });
 
+  it('reaches every session it can start: "." and "..", which no URL path can name, are refused as ids', async () => {
+    for (const session_id of ['.', '..']) {
+      const refused = await rejection(client.startSession({ session_id }));
+      expect(refused.code).toBe('invalid_input');
+      expect(refused.message).toContain('"." or ".."');
+    }
+    for (const session_id of ['a.b', '...', '.hidden', 'with space']) {
+      await client.startSession({ session_id });
+      expect((await client.getWork({ session_id })).session_id).toBe(session_id);
+    }
+  });
+
+  it('reports a body over the limit as payload_too_large every time, never as an unreachable server', async () => {
+    for (const size of [2.2, 3, 10]) {
+      const content = 'x'.repeat(Math.round(size * 1024 * 1024));
+      const error = await rejection(
+        client.captureSource({ scope_id: 'big', source_id: `big-${size}`, content }),
+      );
+      expect({ size, code: error.code }).toEqual({ size, code: 'payload_too_large' });
+      expect(error.data).toMatchObject({ limit: 2 * 1024 * 1024 });
+    }
+    await expect(client.getWorkContinuity({ scope_id: 'big' })).resolves.toMatchObject({ counts: {} });
+  });
+
   it('turns a network failure into BatonError unavailable', async () => {
     const closed = await startServer({
       deps: { store: opened.store, clock: systemClock },

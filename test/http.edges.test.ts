@@ -137,6 +137,81 @@ describe('edges of the HTTP surface', () => {
     expect(await captured.json()).toMatchObject({ source_ref: { source_id: 'u1' } });
   });
 
+  it('refuses a POST without a body with 400, with or without a content type', async () => {
+    for (const headers of [{}, { 'content-type': 'application/json' }] as Record<string, string>[]) {
+      const reply = await rawRequest({
+        port: h.port,
+        method: 'POST',
+        path: '/v1/work/sources/capture',
+        headers: { host: `127.0.0.1:${h.port}`, authorization: `Bearer ${h.tokens.writer}`, ...headers },
+      });
+      expect(reply.status).toBe(400);
+      expect(JSON.parse(reply.text)).toEqual({
+        error: { code: 'invalid_input', message: 'the body is empty; send a JSON object', details: {} },
+      });
+    }
+  });
+
+  it('refuses a query parameter a route does not take, and a malformed escape in a query value', async () => {
+    expect((await h.call('POST', '/v1/sessions', { body: { session_id: 'q1' } })).status).toBe(200);
+    for (const path of [
+      '/v1/sessions/q1/work?foo=1',
+      '/v1/sessions/q1/work?__proto__=1',
+      '/v1/sessions/q1/events?foo=1',
+      '/v1/work/metrics?x=1',
+    ]) {
+      const reply = await send(path);
+      expect({ path, status: reply.status }).toEqual({ path, status: 422 });
+      expect(JSON.parse(reply.text)).toMatchObject({ error: { code: 'invalid_input' } });
+    }
+    for (const path of [
+      '/v1/work/report?scope_id=%FF',
+      '/v1/work/report?scope_id=%zz',
+      '/v1/work/report?%FF=1',
+    ]) {
+      const reply = await send(path);
+      expect({ path, status: reply.status }).toEqual({ path, status: 400 });
+      expect(JSON.parse(reply.text)).toMatchObject({ error: { code: 'invalid_input' } });
+    }
+    expect((await send('/v1/sessions/q1/work')).status).toBe(200);
+    expect((await send('/v1/work/report?scope_id=re%6Cay+')).status).toBe(422); // "relay ": decoded, then validated
+    expect((await send('/v1/work/report?scope_id=re%6Cay')).status).toBe(200);
+  });
+
+  it('sends Markdown only to an Accept that takes text/markdown, by media-type rules, and says it varies', async () => {
+    const report = (accept?: string) =>
+      rawRequest({
+        port: h.port,
+        method: 'GET',
+        path: '/v1/work/report?format=markdown',
+        headers: {
+          host: `127.0.0.1:${h.port}`,
+          authorization: `Bearer ${h.tokens.writer}`,
+          ...(accept === undefined ? {} : { accept }),
+        },
+      });
+    const cases: [string | undefined, string][] = [
+      [undefined, 'application/json'],
+      ['text/markdown', 'text/markdown'],
+      ['TEXT/Markdown', 'text/markdown'],
+      ['application/json, text/markdown;q=0.5', 'application/json'],
+      ['text/markdown, application/json;q=0.5', 'text/markdown'],
+      ['text/markdown;q=0', 'application/json'],
+      ['*/*', 'application/json'],
+      ['text/*', 'text/markdown'],
+      ['application/xml', 'application/json'],
+    ];
+    for (const [accept, type] of cases) {
+      const reply = await report(accept);
+      expect({ accept, status: reply.status, type: reply.headers['content-type']?.split(';')[0] }).toEqual({
+        accept,
+        status: 200,
+        type,
+      });
+      expect(reply.headers.vary).toMatch(/accept/i);
+    }
+  });
+
   it('does not echo the body back in a JSON syntax error', async () => {
     const reply = await send('/v1/work/sources/capture', 'POST', '{"scope_id": baton_secret_value}');
     expect(reply.status).toBe(400);

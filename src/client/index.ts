@@ -8,7 +8,7 @@
  * BatonError with that code, message and data; a network failure becomes BatonError('unavailable').
  */
 import { findOperation, operations } from '../app/operations.ts';
-import { batonApiHeader, batonApiVersion } from '../core/api.ts';
+import { batonApiHeader, batonApiVersion, bodyLimit } from '../core/api.ts';
 import { BatonError, errorCodes, type ErrorCode } from '../core/errors.ts';
 import { httpUrl } from '../core/urls.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
@@ -148,6 +148,19 @@ export function createClient(options: ClientOptions): BatonClient {
           timeout_ms: timeoutMs,
         },
       );
+    const json = post ? JSON.stringify(body ?? {}) : undefined;
+    // The server would answer 413, but it closes the connection while a large body is still
+    // being sent, and fetch then reports a broken pipe instead of the answer.
+    // A UTF-16 unit is at most 3 bytes of UTF-8: most bodies are counted without encoding them.
+    const bytes =
+      json === undefined || json.length * 3 <= bodyLimit ? 0 : new TextEncoder().encode(json).length;
+    if (bytes > bodyLimit) {
+      throw new BatonError(
+        'payload_too_large',
+        `the ${what} request is ${bytes} bytes; a Baton server accepts at most ${bodyLimit}`,
+        { bytes, limit: bodyLimit },
+      );
+    }
     try {
       response = await send(url, {
         signal,
@@ -157,7 +170,7 @@ export function createClient(options: ClientOptions): BatonClient {
           accept: 'application/json',
           ...(post ? { 'content-type': 'application/json' } : {}),
         },
-        ...(post ? { body: JSON.stringify(body ?? {}) } : {}),
+        ...(json === undefined ? {} : { body: json }),
       });
     } catch (error) {
       if (signal.aborted) throw late();

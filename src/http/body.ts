@@ -4,12 +4,13 @@
  * read (not UTF-8, not JSON, too deep) is a MalformedRequest (400); whether it means anything is the operation's schema's call.
  */
 import type { FastifyInstance } from 'fastify';
+import { bodyLimit } from '../core/api.ts';
 import { MalformedRequest } from './errors.ts';
 
 /** A body that cannot be read as JSON: a MalformedRequest (400) that /mcp answers in JSON-RPC. */
 export class UnreadableBody extends MalformedRequest {}
 
-export const bodyLimit = 2 * 1024 * 1024;
+export { bodyLimit };
 
 /**
  * Deeper bodies are refused before they are parsed: no Baton record nests this deep, and every
@@ -55,8 +56,10 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   return false;
 }
 
+const emptyBody = 'the body is empty; send a JSON object';
+
 export function parseJsonBody(text: string): unknown {
-  if (text.trim() === '') throw new UnreadableBody('the body is empty; send a JSON object');
+  if (text.trim() === '') throw new UnreadableBody(emptyBody);
   if (nestsDeeperThan(text, maxDepth)) {
     throw new UnreadableBody(`the body nests deeper than ${maxDepth} levels`, { max_depth: maxDepth });
   }
@@ -81,6 +84,15 @@ export function bodyText(bytes: Uint8Array): string {
   } catch {
     throw new UnreadableBody('the body is not valid UTF-8; send JSON in UTF-8');
   }
+}
+
+/**
+ * An operation's POST body: one that was not sent at all (no content type either) is refused
+ * as an empty one is, with 400, rather than validated as a missing object (422).
+ */
+export function requiredBody(body: unknown): unknown {
+  if (body === undefined) throw new UnreadableBody(emptyBody);
+  return body;
 }
 
 /** application/json is the only body type; any other is refused with 400 by Fastify's media-type check. */

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { bodyLimit } from '../core/api.ts';
 import { BatonError, errorCodes, type ErrorCode, type ErrorData } from '../core/errors.ts';
 
 export const statusOf: Readonly<Record<ErrorCode, number>> = {
@@ -59,7 +60,13 @@ function clientError(error: FastifyError, status: number): EncodedError {
   if (status === 413) {
     return {
       status,
-      body: envelope('payload_too_large', 'the request body is larger than the server accepts'),
+      body: envelope(
+        'payload_too_large',
+        `the request body is larger than the server accepts (${bodyLimit} bytes)`,
+        {
+          limit: bodyLimit,
+        },
+      ),
     };
   }
   if (status === 404) return { status, body: envelope('not_found', error.message) };

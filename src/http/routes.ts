@@ -5,16 +5,27 @@
  * and handed to it as sent, in the principal's project, never a project named by the caller.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Negotiator from 'negotiator';
 import type { AppDeps } from '../app/deps.ts';
 import { operations, type Operation } from '../app/operations.ts';
 import { parseRecord } from '../core/records.ts';
 import { guard, requestPrincipal } from './auth.ts';
+import { requiredBody } from './body.ts';
 
-/** A Markdown result (`{markdown}`) goes out as text/markdown when the client asks for it. */
-function wantsMarkdown(request: FastifyRequest, result: unknown): result is { markdown: string } {
+function isMarkdown(result: unknown): result is { markdown: string } {
+  return typeof (result as { markdown?: unknown } | null)?.markdown === 'string';
+}
+
+/**
+ * Whether the request's Accept prefers text/markdown to application/json, by the media-type
+ * rules (case, q-values, wildcards; no Accept takes JSON).
+ */
+function prefersMarkdown(request: FastifyRequest): boolean {
+  const accept = request.headers.accept;
+  if (accept === undefined) return false;
   return (
-    typeof (result as { markdown?: unknown } | null)?.markdown === 'string' &&
-    (request.headers.accept?.includes('text/markdown') ?? false)
+    new Negotiator({ headers: { accept } }).mediaType(['application/json', 'text/markdown']) ===
+    'text/markdown'
   );
 }
 
@@ -27,11 +38,13 @@ function registerOperation(app: FastifyInstance, deps: AppDeps, operation: Opera
     onRequest: guard(app, deps, operation.access),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const principal = requestPrincipal(request);
-      const input: unknown = operation.method === 'GET' ? request.query : request.body;
+      const input: unknown = operation.method === 'GET' ? request.query : requiredBody(request.body);
       parseRecord(operation.input, input, what);
       const result = await operation.run(deps, principal.project_id, input);
-      if (wantsMarkdown(request, result)) {
-        return reply.type('text/markdown; charset=utf-8').send(result.markdown);
+      if (isMarkdown(result)) {
+        // The same URL answers JSON or Markdown: a cache must key on Accept too.
+        void reply.header('vary', 'Accept');
+        if (prefersMarkdown(request)) return reply.type('text/markdown; charset=utf-8').send(result.markdown);
       }
       return result;
     },

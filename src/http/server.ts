@@ -14,6 +14,7 @@ import { BatonError } from '../core/errors.ts';
 import { registerMcpRoutes } from '../mcp/http.ts';
 import { bearerToken, registerSessionRoutes } from './auth.ts';
 import { bodyLimit, installJsonParser } from './body.ts';
+import { refuseMalformedQuery } from './query.ts';
 import { answerClientError, installErrorHandling, MalformedRequest, sendError } from './errors.ts';
 import { allowedHosts, guardHosts, hostWithPort, isLoopback } from './hosts.ts';
 import { loggerOptions } from './logging.ts';
@@ -86,6 +87,7 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     hosts = allowedHosts(host, (app.server.address() as AddressInfo).port, options.allowedHosts);
   });
   guardHosts(app, () => hosts);
+  refuseMalformedQuery(app);
   closeGracefully(app);
   // Every answer says it comes from Baton, so a client pointed at another server that happens
   // to answer 200 with JSON refuses it instead of reading it as a Baton result.

@@ -17,6 +17,7 @@ import { parseRecord } from '../core/records.ts';
 import { liveEventName } from '../core/work/live.ts';
 import { workEventSchema, type Actor } from '../core/work/model.ts';
 import { guard, requestPrincipal } from './auth.ts';
+import { refuseUnknownQuery } from './query.ts';
 import { eventStreams, type EventStream, type EventStreams, type SseFrame } from './sse.ts';
 import { mergeParams, workEndpoints, type WorkEndpoint, type WorkParam } from './work-api.ts';
 
@@ -54,6 +55,7 @@ function registerEndpoint(app: FastifyInstance, deps: AppDeps, endpoint: WorkEnd
     config: { operationId: endpoint.operationId },
     onRequest: guard(app, deps, endpoint.access),
     handler: async (request: FastifyRequest) => {
+      refuseUnknownQuery(request);
       const principal = requestPrincipal(request);
       const body = endpoint.method === 'GET' ? undefined : request.body;
       const input = mergeParams(pathParams(request, endpoint.params), body);
@@ -118,6 +120,7 @@ function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStrea
     async (request: FastifyRequest, reply: FastifyReply) => {
       const principal = requestPrincipal(request);
       const { project_id } = principal;
+      refuseUnknownQuery(request, ['after']);
       const session_id = parseRecord(
         sessionIdSchema,
         (request.params as { session_id: string }).session_id,

@@ -82,7 +82,9 @@ const reasonSchema = z
   .trim()
   .min(1)
   .max(1000)
-  .refine((text) => !hasControlCharacter(text), 'a reason has no control characters');
+  .refine((text) => !hasControlCharacter(text), 'a reason has no control characters')
+  // Stored as text, not as canonical JSON: SQLite and PostgreSQL would turn it into U+FFFD.
+  .refine((text) => text.isWellFormed(), 'a reason has no lone surrogate');
 
 export function checkReason(reason: unknown): string {
   return parseRecord(reasonSchema, reason, 'retraction reason');

@@ -17,10 +17,15 @@ export const scopeIdSchema = z
   .max(200)
   .regex(visible, 'a scope_id is 1-200 visible ASCII characters');
 
+/**
+ * A session's identity, as scope_ids are, except "." and "..": a session is named in URL paths
+ * (/v1/sessions/<id>/work), where every URL parser removes such a segment, even percent-encoded.
+ */
 export const sessionIdSchema = z
   .string()
   .max(200)
-  .regex(visible, 'a session id is 1-200 visible ASCII characters');
+  .regex(visible, 'a session id is 1-200 visible ASCII characters')
+  .refine((id) => id !== '.' && id !== '..', 'a session id is not "." or "..", which no URL path can name');
 
 /** A caller-chosen stable source id: 1..256 visible ASCII characters. */
 export const sourceIdSchema = z

@@ -420,6 +420,13 @@ export function describeStore(name: string, factory: StoreFactory): void {
           await reopened.close();
         }));
 
+      it('refuses a reason with a lone surrogate, and retracts nothing', () =>
+        withStore(async (store) => {
+          const receipt = await store.captureSource(scope, { source_id: 'kept', content: 'still here' });
+          await expectBatonError(store.retractSource(scope, 'kept', 'bad \ud800 reason'), 'invalid_input');
+          expect(await store.checkSource(project_id, receipt.source_ref)).toEqual({ status: 'available' });
+        }));
+
       it('reports a retraction of something that does not exist', () =>
         withStore(async (store) => {
           await expectBatonError(store.retractSource(scope, 'nope', 'why'), 'not_found');
