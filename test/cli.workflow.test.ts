@@ -3,7 +3,7 @@
  * binding, one-line handoffs, continue, ack, outcome and report; scope resolution and its
  * refusal; exit codes and messages for bad input; --json output.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
@@ -136,6 +136,21 @@ describe('baton CLI in a Git work tree', () => {
     ok(await tree.baton(['unbind']));
     expect(existsSync(file)).toBe(false);
     expect(ok(await tree.baton(['bind', '--show'])).stdout).toContain('not bound');
+  });
+
+  it('finds the .baton database of a parent folder from a subdirectory, and never starts a second one there', async () => {
+    const local = { env: { BATON_DATABASE_URL: '' } };
+    ok(await tree.baton(['init'], local));
+    ok(await tree.baton(['bind', 'deep-work'], local));
+    ok(await tree.baton(['handoff', 'From the root'], local));
+    const src = join(tree.repo, 'src', 'parser');
+    mkdirSync(src, { recursive: true });
+    const inSrc = { ...local, cwd: src };
+    const second = parsed<HandoffJson>(await tree.baton(['handoff', 'From a subdirectory', '--json'], inSrc));
+    expect(second.revision).toMatchObject({ scope_id: 'deep-work', revision: 2 });
+    expect(ok(await tree.baton(['continue'], inSrc)).stdout).toContain('From a subdirectory');
+    expect(existsSync(join(tree.repo, 'src', 'parser', '.baton'))).toBe(false);
+    expect(existsSync(join(tree.repo, 'src', '.baton'))).toBe(false);
   });
 
   it('refuses to choose between workstreams when none is named or bound, and lists them', async () => {

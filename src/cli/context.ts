@@ -10,7 +10,7 @@ import { systemClock } from '../core/clock.ts';
 import { BatonError } from '../core/errors.ts';
 import { scopeIdSchema } from '../core/ledger/names.ts';
 import { httpUrl } from '../core/urls.ts';
-import { parseStoreLocation, openStore } from '../store/open.ts';
+import { findDefaultSqlite, openStore, parseStoreLocation, type StoreLocation } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { readBinding, type Binding } from './binding.ts';
 import { defaultProject, text, UsageError, type Io, type Values } from './command.ts';
@@ -50,6 +50,8 @@ export interface Context {
    * writer thread, so that its event loop never waits for a COMMIT.
    */
   store(options?: { readonly writerThread?: boolean }): Promise<Store>;
+  /** Where the local store is: --database, else BATON_DATABASE_URL, else the nearest .baton/baton.db. */
+  location(): StoreLocation;
   /**
    * The server to call and its token (--server and --token, or BATON_SERVER and BATON_TOKEN),
    * checked; undefined when none is set and commands use the local store.
@@ -78,17 +80,29 @@ export function createContext(
   let binding: Promise<Binding | undefined> | undefined;
   let transport: Promise<Transport> | undefined;
 
+  const where = (): StoreLocation => {
+    const option = text(values, 'database');
+    if (option !== undefined && option.trim() === '') {
+      throw new UsageError('--database needs a SQLite file path or a postgres:// URL');
+    }
+    const given = option ?? (io.env.BATON_DATABASE_URL?.trim() || undefined);
+    return given === undefined
+      ? { backend: 'sqlite', path: findDefaultSqlite(cwd) }
+      : parseStoreLocation(given);
+  };
+
   const context: Context = {
     values,
     positionals,
     io,
     cwd,
+    location: where,
     print(value, human) {
       io.out(values.json === true ? `${JSON.stringify(value, null, 2)}\n` : human());
     },
     store(opening = {}) {
       store ??= (async () => {
-        const location = parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL);
+        const location = where();
         if (
           !options.createsDatabase &&
           location.backend === 'sqlite' &&
@@ -128,9 +142,9 @@ export function createContext(
         const server = context.server();
         if (server !== undefined) return serverTransport(server.url, server.token);
         const opened = await context.store();
-        const location = parseStoreLocation(text(values, 'database') ?? io.env.BATON_DATABASE_URL);
-        const where = location.backend === 'sqlite' ? location.path : 'PostgreSQL';
-        return localTransport({ store: opened, clock: systemClock }, await context.project(), where);
+        const location = where();
+        const named = location.backend === 'sqlite' ? location.path : 'PostgreSQL';
+        return localTransport({ store: opened, clock: systemClock }, await context.project(), named);
       })();
       return transport;
     },

@@ -1,5 +1,6 @@
 /** Opening a Store from where it lives: a SQLite file path (the default) or a postgres:// URL. */
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { BatonError } from '../core/errors.ts';
 import type { Store } from './store.ts';
@@ -22,6 +23,19 @@ export function parseStoreLocation(value: string | undefined): StoreLocation {
     );
   }
   return { backend: 'sqlite', path: text };
+}
+
+/**
+ * Where the default database is for a command run in cwd: the nearest `.baton/baton.db` in cwd
+ * or a folder above it (as Git finds `.git`), so a command run anywhere inside a project uses
+ * that project's ledger; cwd's own when there is none yet.
+ */
+export function findDefaultSqlite(cwd: string): string {
+  for (let folder = resolve(cwd); ; folder = dirname(folder)) {
+    const candidate = join(folder, defaultSqlitePath);
+    if (existsSync(candidate)) return candidate;
+    if (dirname(folder) === folder) return resolve(cwd, defaultSqlitePath);
+  }
 }
 
 export interface OpenOptions {

@@ -5,7 +5,6 @@
 import { createToken, type CreatedToken } from '../../app/auth.ts';
 import type { AppDeps } from '../../app/deps.ts';
 import { systemClock } from '../../core/clock.ts';
-import { parseStoreLocation } from '../../store/open.ts';
 import {
   checkedProject,
   common,
@@ -27,7 +26,7 @@ async function deps(context: Context): Promise<AppDeps> {
 }
 
 function where(context: Context): string {
-  const location = parseStoreLocation(text(context.values, 'database') ?? context.io.env.BATON_DATABASE_URL);
+  const location = context.location();
   return location.backend === 'sqlite' ? `SQLite ${location.path}` : 'PostgreSQL';
 }
 
