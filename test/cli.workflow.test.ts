@@ -3,7 +3,7 @@
  * binding, one-line handoffs, continue, ack, outcome and report; scope resolution and its
  * refusal; exit codes and messages for bad input; --json output.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
@@ -153,6 +153,30 @@ describe('baton CLI in a Git work tree', () => {
     expect(existsSync(join(tree.repo, 'src', '.baton'))).toBe(false);
   });
 
+  it('keeps --json stderr to the error envelope when racing handoffs lose, naming what was prepared', async () => {
+    ok(await tree.baton(['init']));
+    const runs = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => tree.baton(['handoff', `Step ${n}`, '--scope', 'race', '--json'])),
+    );
+    for (const run of runs) {
+      if (run.code === 0) {
+        expect(parsed<HandoffJson>(run).revision.scope_id).toBe('race');
+        continue;
+      }
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(JSON.parse(run.stderr)).toMatchObject({
+        error: {
+          code: 'revision_conflict',
+          details: {
+            prepared: expect.stringMatching(/^sha256:/) as unknown,
+            base_revision: expect.any(Number) as unknown,
+          },
+        },
+      });
+    }
+  });
+
   it('refuses to choose between workstreams when none is named or bound, and lists them', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['capture', '--scope', 'alpha', '--source-id', 'n', '--text', 'a']));
@@ -290,12 +314,44 @@ describe('baton CLI in a Git work tree', () => {
       [['bind'], 'SCOPE_ID'],
       [['experience'], 'baton experience list'],
       [['report', '--frobnicate'], "Unknown option '--frobnicate'"],
+      [
+        ['capture', '--scope', 'a1', '--scope', 'b1', '--source-id', 'x', '--text', 'y'],
+        '--scope is given twice',
+      ],
+      [
+        ['ack', 'accepted', '--scope', 'w', '--revision', '3', '--revision', '4'],
+        '--revision is given twice',
+      ],
+      [['init', '--database', ''], '--database needs a SQLite file path'],
+      [['read', '--scope', 'w', '--from', '0'], '--from takes a whole number from 1'],
     ];
     const results = await Promise.all(usage.map(([args]) => tree.baton(args)));
     usage.forEach(([args, message], index) => {
       expect(results[index]!.code, args.join(' ')).toBe(2);
       expect(results[index]!.stderr, args.join(' ')).toContain(message);
     });
+    // Nothing was captured by the refused double --scope.
+    expect(ok(await tree.baton(['status', '--json'])).stdout).not.toContain('"b1"');
+    for (const args of [
+      ['work', '--help'],
+      ['help', 'handoff'],
+      ['handoff', '--help'],
+    ]) {
+      const help = await tree.baton(args);
+      expect({ args, code: help.code }).toEqual({ args, code: 0 });
+      expect(help.stdout).toMatch(/Usage: baton (work|handoff)/);
+    }
+    expect((await tree.baton(['work', '--help'])).stdout).toContain('baton work show');
+    const big = join(tree.dir, 'big.log');
+    writeFileSync(big, Buffer.alloc(3 * 1024 * 1024, 0x61));
+    for (const file of [big, '/dev/zero']) {
+      for (const option of ['--file', '--json-file']) {
+        const huge = await tree.baton(['capture', '--scope', 'w', '--source-id', 'huge', option, file]);
+        expect({ file, option, code: huge.code }).toEqual({ file, option, code: 1 });
+        expect(huge.stderr).toContain('payload_too_large');
+        expect(huge.stderr).not.toMatch(/RangeError|\n\s+at /);
+      }
+    }
     const missing = await tree.baton(['continue', '--scope', 'nothing']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('not_found');

@@ -5,7 +5,15 @@
  */
 import { parseArgs } from 'node:util';
 import { BatonError } from '../core/errors.ts';
-import { databaseHelp, shellWord, UsageError, type Command, type Io, type Values } from './command.ts';
+import {
+  databaseHelp,
+  shellWord,
+  UsageError,
+  type Command,
+  type Io,
+  type Options,
+  type Values,
+} from './command.ts';
 import { adminCommands } from './commands/admin.ts';
 import { bindCommands } from './commands/bind.ts';
 import { ledgerCommands } from './commands/ledger.ts';
@@ -163,6 +171,29 @@ function isSystemError(error: unknown): error is NodeJS.ErrnoException {
   );
 }
 
+/**
+ * A value option given twice is a usage error: parseArgs keeps the last one, and `--scope a
+ * --scope b` would write into b without a word. Options that collect (multiple) and switches
+ * may repeat.
+ */
+function refuseRepeated(tokens: readonly { kind: string; name?: string }[], options: Options): void {
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.name === undefined) continue;
+    const option = options[token.name];
+    if (option?.type !== 'string' || option.multiple === true) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given twice; give it once`);
+    seen.add(token.name);
+  }
+}
+
+/** `baton work --help`: the commands of a group, each with its summary. */
+function groupHelp(group: string, names: readonly string[]): string {
+  const width = Math.max(...names.map((name) => name.length)) + 'baton '.length + 2;
+  const lines = names.map((name) => `  ${`baton ${name}`.padEnd(width)}${commands[name]!.summary}`);
+  return `Usage: baton ${group} <command> [options]\n\n${lines.join('\n')}\n\nbaton ${group} <command> --help for its options and examples\n`;
+}
+
 function findCommand(words: readonly string[]): string | undefined {
   const two = `${words[0]} ${words[1]}`;
   if (words.length > 1 && commands[two]) return two;
@@ -171,7 +202,8 @@ function findCommand(words: readonly string[]): string | undefined {
 
 /** Run the CLI with argv (without node and the script); returns the exit code. */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
-  const words = [...argv];
+  // `baton help work show` is `baton work show --help`.
+  const words = argv[0] === 'help' && argv.length > 1 ? [...argv.slice(1), '--help'] : [...argv];
   if (words.length === 0 || words[0] === '--help' || words[0] === '-h' || words[0] === 'help') {
     io.out(overview());
     return words.length === 0 ? 2 : 0;
@@ -179,6 +211,10 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
   const name = findCommand(words);
   if (name === undefined) {
     const group = Object.keys(commands).filter((candidate) => candidate.startsWith(`${words[0]} `));
+    if (group.length > 0 && (words[1] === '--help' || words[1] === '-h')) {
+      io.out(groupHelp(words[0]!, group));
+      return 0;
+    }
     io.err(
       group.length > 0
         ? `baton ${words[0]}: name one of: ${group.map((candidate) => `baton ${candidate}`).join(', ')}\n`
@@ -191,8 +227,15 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
   let values: Values = {};
   let context: ReturnType<typeof createContext> | undefined;
   try {
-    const parsed = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
+    const parsed = parseArgs({
+      args: rest,
+      options: command.options,
+      allowPositionals: true,
+      strict: true,
+      tokens: true,
+    });
     values = parsed.values as Values;
+    refuseRepeated(parsed.tokens, command.options);
     if (values.help === true) {
       io.out(help(command));
       return 0;

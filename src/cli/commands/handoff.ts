@@ -3,11 +3,10 @@
  * its options onto registry operations and calls them through the transport; the rules
  * (evidence, receiver checks, compare-and-swap) stay in the app.
  */
-import { readFile } from 'node:fs/promises';
 import type { OperationInput } from '../../client/types.ts';
 import type { Digest } from '../../core/canonical.ts';
 import { dispositions } from '../../core/handoff/prepared.ts';
-import { isBatonError } from '../../core/errors.ts';
+import { BatonError, isBatonError } from '../../core/errors.ts';
 import type { JsonObject } from '../../core/json.ts';
 import {
   list,
@@ -22,6 +21,7 @@ import {
   type Command,
 } from '../command.ts';
 import { stableSourceId } from '../refs.ts';
+import { readInputFile } from '../files.ts';
 import * as render from '../render.ts';
 import {
   attribution,
@@ -127,6 +127,16 @@ ${transportHelp}`,
         expected_head: base,
       });
     } catch (error) {
+      // With --json, stderr carries only the error envelope, and the envelope says what was
+      // prepared: a script can retry or read the latest from it.
+      if (context.values.json === true && error instanceof BatonError) {
+        throw new BatonError(error.code, error.message, {
+          ...error.data,
+          prepared: prepared.digest,
+          boundary_source_id: source_id,
+          base_revision: base,
+        });
+      }
       context.io.err(
         `The handoff was prepared (${prepared.digest}, boundary source ${source_id}) but not committed.\n` +
           (isBatonError(error, 'revision_conflict')
@@ -177,8 +187,9 @@ ${transportHelp}`,
     let prepared: Digest | JsonObject;
     if (digest !== undefined) prepared = digest;
     else {
+      const source = await readInputFile(file!);
       try {
-        prepared = JSON.parse(await readFile(file!, 'utf8')) as JsonObject;
+        prepared = JSON.parse(source) as JsonObject;
       } catch (error) {
         throw new UsageError(`--prepared-file ${file}: ${(error as Error).message}`);
       }

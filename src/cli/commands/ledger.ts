@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, rmSync } from 'node:fs';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { finished } from 'node:stream/promises';
@@ -31,6 +31,7 @@ import {
   type Values,
 } from '../command.ts';
 import type { Context } from '../context.ts';
+import { readInputFile } from '../files.ts';
 import * as render from '../render.ts';
 
 const streamOptions = {
@@ -241,11 +242,12 @@ ${transportHelp}`,
     if (given.length !== 1) throw new UsageError('give the content once: --text, --file or --json-file');
     let content: JsonValue;
     if (values.text !== undefined) content = required(values, 'text');
-    else if (values.file !== undefined) content = await readFile(required(values, 'file'), 'utf8');
+    else if (values.file !== undefined) content = await readInputFile(required(values, 'file'));
     else {
       const path = required(values, 'json-file');
+      const source = await readInputFile(path);
       try {
-        content = JSON.parse(await readFile(path, 'utf8')) as JsonValue;
+        content = JSON.parse(source) as JsonValue;
       } catch (error) {
         throw new UsageError(`${path} is not JSON: ${(error as Error).message}`);
       }
@@ -284,7 +286,7 @@ const read: Command = {
   options: { ...streamOptions, from: { type: 'string' }, to: { type: 'string' } },
   async run(context) {
     const stream = streamFrom(context.values);
-    const range = { from: whole(context.values, 'from'), to: whole(context.values, 'to') };
+    const range = { from: whole(context.values, 'from', { min: 1 }), to: whole(context.values, 'to') };
     for await (const entry of (await context.store()).readStream(stream, range))
       context.io.out(`${entryLine(entry)}\n`);
   },

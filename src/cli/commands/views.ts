@@ -2,7 +2,6 @@
  * Reading the relay and reviewing experience: report, continuity, context, metrics,
  * experience list and review, and `call` for any operation with a JSON input.
  */
-import { readFile } from 'node:fs/promises';
 import type { OperationId } from '../../client/types.ts';
 import { operations } from '../../app/operations.ts';
 import {
@@ -18,6 +17,7 @@ import {
 } from '../command.ts';
 import type { Context, ResolvedScope } from '../context.ts';
 import { parseRef } from '../refs.ts';
+import { readInputFile } from '../files.ts';
 import * as render from '../render.ts';
 
 async function stdin(): Promise<string> {
@@ -237,7 +237,7 @@ ${transportHelp}`,
     if (inline !== undefined && file !== undefined)
       throw new UsageError('give --input or --input-file, not both');
     const source =
-      file === undefined ? (inline ?? '{}') : file === '-' ? await stdin() : await readFile(file, 'utf8');
+      file === undefined ? (inline ?? '{}') : file === '-' ? await stdin() : await readInputFile(file);
     let input: unknown;
     try {
       input = JSON.parse(source);

@@ -5,7 +5,7 @@
  * terminal (actor human "cli") with the `[work]` configuration of baton.toml. `--json` prints
  * the answer exactly (a WorkSnapshot, or the session header for `session start`).
  */
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createClient, methodName } from '../../client/index.ts';
 import { workItemStatuses } from '../../core/work/model.ts';
@@ -27,6 +27,7 @@ import {
 } from '../command.ts';
 import { appDeps, configHelp, configOption } from '../config.ts';
 import type { Context } from '../context.ts';
+import { readInputFile } from '../files.ts';
 import * as render from '../render-work.ts';
 
 /** Call one work endpoint on the server, or on the local store; same answer, same errors. */
@@ -89,7 +90,7 @@ async function jsonFile(context: Context, path: string): Promise<Record<string, 
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     source = Buffer.concat(chunks).toString('utf8');
   } else {
-    source = await readFile(resolve(context.cwd, path), 'utf8');
+    source = await readInputFile(resolve(context.cwd, path));
   }
   let value: unknown;
   try {

@@ -1,0 +1,31 @@
+/**
+ * Files the CLI sends as input (--file, --json-file, --input-file, …). One is read up to the
+ * most one request may carry and refused beyond it as payload_too_large, so a huge file or a
+ * device that never ends (/dev/zero) gets an answer instead of a crash on a string too long.
+ */
+import { open } from 'node:fs/promises';
+import { bodyLimit } from '../core/api.ts';
+import { BatonError } from '../core/errors.ts';
+
+export async function readInputFile(path: string): Promise<string> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(bodyLimit + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > bodyLimit) {
+      throw new BatonError(
+        'payload_too_large',
+        `${path} is over ${bodyLimit} bytes, the most one request may carry`,
+        { path, limit: bodyLimit },
+      );
+    }
+    return buffer.subarray(0, length).toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}
