@@ -135,6 +135,13 @@ describe('baton CLI with a server', () => {
     const badToken = await tree.baton(['metrics', '--server', url!, '--token', 'baton_nope']);
     expect(badToken.code).toBe(1);
     expect(badToken.stderr).toContain('unauthorized');
+    expect(badToken.stderr).toContain('--token TOKEN or BATON_TOKEN');
+    // A local-only command with a server configured says that it does not use it.
+    const localOnly = await tree.baton(['read', '--scope', 'remote-work'], {
+      env: { ...env, BATON_DATABASE_URL: join(tree.dir, 'absent.db') },
+    });
+    expect(localOnly.code).toBe(1);
+    expect(localOnly.stderr).toContain('baton read reads the local database only; BATON_SERVER is not used');
 
     expect(await server.stop()).toBe(0);
     expect(server.stderr()).toContain('stopped');

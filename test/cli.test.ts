@@ -104,7 +104,26 @@ describe('baton CLI', () => {
     const imported = await baton('ledger', 'import', out, '--scope', 'copy');
     expect(imported.code).toBe(0);
     expect(imported.stderr).toContain('torn last line skipped');
-    expect(JSON.parse(imported.stdout)).toMatchObject({ entries: 2 });
+    expect(imported.stdout).toBe('Imported 2 entries into default/scope/copy.\n');
+    const again = await baton('ledger', 'import', out, '--scope', 'copy-2', '--json');
+    expect(JSON.parse(again.stdout)).toMatchObject({ entries: 2 });
+    const project = await baton('project', 'create', 'billing');
+    expect(project.stdout).toBe('Project billing is ready.\n');
+    expect(JSON.parse((await baton('project', 'create', 'billing', '--json')).stdout)).toMatchObject({
+      project_id: 'billing',
+    });
+    const retracted = await baton('retract', '--scope', 'w', '--source-id', 'a', '--reason', 'a test');
+    expect(retracted.code).toBe(0);
+    expect(retracted.stdout).toMatch(/^Source a retracted from w at position 1: its content is purged/);
+    const json = await baton('retract', '--scope', 'w', '--source-id', 'b', '--reason', 'a test', '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      source_id: 'b',
+      content: null,
+      retracted: { reason: 'a test' },
+    });
+    const help = await baton('retract', '--help');
+    expect(help.stdout).toMatch(/--source-id ID +the source to purge/);
+    expect(help.stdout).toMatch(/--reason TEXT +why/);
     const read = await baton('read', '--scope', 'copy');
     expect(read.stdout.trim().split('\n').length).toBe(2);
   });

@@ -177,7 +177,7 @@ describe('baton ledger import', () => {
     expect(read.code).toBe(1);
     expect(read.stderr).toContain('not_found');
 
-    const whole = await tree.baton(['ledger', 'import', out, '--scope', 'y']);
+    const whole = await tree.baton(['ledger', 'import', out, '--scope', 'y', '--json']);
     expect(whole.code).toBe(0);
     expect(JSON.parse(whole.stdout)).toMatchObject({ entries: 2, warnings: [] });
   });
@@ -193,7 +193,7 @@ describe('baton ledger import', () => {
   it('imports into --project the stream the header names, creating that project', async () => {
     const out = join(tree.dir, 'e.jsonl');
     expect((await tree.baton(['ledger', 'export', '--scope', 'x', '--out', out])).code).toBe(0);
-    const result = await tree.baton(['ledger', 'import', out, '--project', 'other']);
+    const result = await tree.baton(['ledger', 'import', out, '--project', 'other', '--json']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({

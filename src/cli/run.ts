@@ -132,7 +132,13 @@ function fieldHints(command: Command, error: BatonError): string[] {
   return [...new Set(hints)];
 }
 
-function failure(name: string, command: Command, error: BatonError, values: Values): string {
+function failure(
+  name: string,
+  command: Command,
+  error: BatonError,
+  values: Values,
+  env: Io['env'] = {},
+): string {
   if (values.json === true) {
     return `${JSON.stringify({ error: { code: error.code, message: error.message, details: error.data } })}\n`;
   }
@@ -143,6 +149,15 @@ function failure(name: string, command: Command, error: BatonError, values: Valu
   const { project_id } = error.data as { project_id?: unknown };
   if (error.code === 'not_found' && Object.keys(error.data).length === 1 && typeof project_id === 'string') {
     lines.push(`create the project first: baton init --project ${shellWord(project_id)}`);
+  }
+  if (error.code === 'unauthorized') {
+    lines.push('check the token: --token TOKEN or BATON_TOKEN, for the server in --server or BATON_SERVER');
+  }
+  // A command that only opens the local database, in a shell set up for a server.
+  if (error.code === 'not_found' && typeof error.data.path === 'string' && env.BATON_SERVER) {
+    lines.push(
+      `baton ${name} reads the local database only; BATON_SERVER is not used: run it where the database is, or name it with --database`,
+    );
   }
   if (Object.keys(error.data).length > 0) lines.push(JSON.stringify(error.data));
   return `${lines.join('\n')}\n`;
@@ -261,7 +276,7 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
       return 2;
     }
     if (error instanceof BatonError) {
-      io.err(failure(name, command, error, values));
+      io.err(failure(name, command, error, values, io.env));
       return 1;
     }
     if (isSystemError(error)) {

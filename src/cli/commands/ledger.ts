@@ -202,14 +202,15 @@ const projectCreate: Command = {
   createsDatabase: true,
   positionals: true,
   summary: 'create a project (an existing one is left as it is)',
-  usage: `baton project create <project_id>\n\n${databaseHelp}`,
-  examples: ['baton project create billing'],
-  options: common,
+  usage: `baton project create <project_id> [--json]\n\n${databaseHelp}`,
+  examples: ['baton project create billing', 'baton project create billing --json'],
+  options: { ...common, json: { type: 'boolean' } },
   async run(context) {
     const [id] = context.positionals;
     if (id === undefined || context.positionals.length > 1)
       throw new UsageError('give exactly one project id');
-    context.io.out(json(await (await context.store()).createProject(id)));
+    const project = await (await context.store()).createProject(id);
+    context.print(project, () => `Project ${project.project_id} is ready.\n`);
   },
 };
 
@@ -265,7 +266,12 @@ ${transportHelp}`,
 
 const retract: Command = {
   summary: 'purge a source that must not be kept; a tombstone keeps its id, digest and position',
-  usage: `baton retract --source-id ID --reason TEXT [options]\n\n${scopeHelp}\n${transportHelp}`,
+  usage: `baton retract --source-id ID --reason TEXT [options]
+
+  --source-id ID        the source to purge: its content goes, its id, digest and position stay
+  --reason TEXT         why (1-1000 characters, stored with the tombstone: never the secret itself)
+${scopeHelp}
+${transportHelp}`,
   examples: ['baton retract --scope my-work --source-id leaked-key --reason "contained a secret"'],
   operations: ['retract_source'],
   fields: { reason: '--reason', source_id: '--source-id' },
@@ -275,7 +281,13 @@ const retract: Command = {
     const reason = required(context.values, 'reason');
     const { scope_id } = await context.scope();
     const entry = await (await context.transport()).invoke('retract_source', { scope_id, source_id, reason });
-    context.print(entry, () => `${entryLine(entry)}\n`);
+    context.print(
+      entry,
+      () =>
+        `Source ${source_id} retracted from ${scope_id} at position ${entry.position}: its content is purged; ` +
+        `its id and digest ${entry.digest} stay, and citations of it read as unavailable.\n` +
+        `  reason: ${entry.retracted?.reason ?? reason}\n`,
+    );
   },
 };
 
@@ -341,7 +353,7 @@ const ledgerImport: Command = {
   positionals: true,
   summary:
     'read a JSONL export into a new stream (the one in its header unless --scope/--session names another)',
-  usage: `baton ledger import FILE [--scope SCOPE_ID | --session ID] [--project ID]
+  usage: `baton ledger import FILE [--scope SCOPE_ID | --session ID] [--project ID] [--json]
 
   FILE          a file written by baton ledger export, or - for stdin. It must hold the
                 header's head entries: a file cut short is refused and nothing is written. A
@@ -356,8 +368,9 @@ ${databaseHelp}`,
   examples: [
     'baton ledger import my-work.jsonl --scope restored',
     'baton ledger import my-work.jsonl --project other',
+    'baton ledger import my-work.jsonl --scope restored --json',
   ],
-  options: streamOptions,
+  options: { ...streamOptions, json: { type: 'boolean' } },
   async run(context) {
     const { io, values, positionals } = context;
     const [path] = positionals;
@@ -374,7 +387,11 @@ ${databaseHelp}`,
     for (const [type, count] of Object.entries(report.unknown_types)) {
       io.err(`note: kept ${count} entr${count === 1 ? 'y' : 'ies'} of unknown type ${type}\n`);
     }
-    io.out(json(report));
+    context.print(
+      report,
+      () =>
+        `Imported ${report.entries} entr${report.entries === 1 ? 'y' : 'ies'} into ${describeStream(report.stream)}.\n`,
+    );
   },
 };
 
