@@ -87,6 +87,17 @@ describe('managed work over MCP (stdio)', () => {
       expect(tool.annotations?.readOnlyHint).toBe(tool.name === 'work_get');
       expect(tool.inputSchema.properties ?? {}).not.toHaveProperty('project_id');
     }
+    // The listed schema states the limits the input is held to, so a model can keep to them.
+    const revise = work.find((tool) => tool.name === 'work_revise')!.inputSchema.properties as Record<
+      string,
+      { maxItems?: number }
+    >;
+    expect({
+      items: revise.items?.maxItems,
+      criteria: revise.criteria?.maxItems,
+      constraints: revise.constraints?.maxItems,
+      assumptions: revise.assumptions?.maxItems,
+    }).toEqual({ items: 1000, criteria: 1000, constraints: 256, assumptions: 256 });
   });
 
   it('works a contract from proposal to verified completion; the model never completes it itself', async () => {

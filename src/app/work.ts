@@ -18,6 +18,7 @@ import { renderControlBlock } from '../core/work/control.ts';
 import {
   assumptionSchema,
   constraintSchema,
+  contractBounds,
   evidenceRefSchema,
   workCriterionSchema,
   workIdSchema,
@@ -338,12 +339,13 @@ function unresolved(contract: Pick<WorkContract, 'assumptions'>): string[] {
     .map((assumption) => assumption.assumption_id);
 }
 
+/** A contract's definition as callers send it, held to the contract's own bounds from the start. */
 const definitionFields = {
   objective: z.string().max(8000),
-  constraints: z.array(constraintSchema).optional(),
-  assumptions: z.array(assumptionSchema).optional(),
-  criteria: z.array(workCriterionSchema).optional(),
-  items: z.array(workItemDefinitionSchema),
+  constraints: z.array(constraintSchema).max(contractBounds.constraints).optional(),
+  assumptions: z.array(assumptionSchema).max(contractBounds.assumptions).optional(),
+  criteria: z.array(workCriterionSchema).max(contractBounds.criteria).optional(),
+  items: z.array(workItemDefinitionSchema).max(contractBounds.items),
   source_entry_id: z.string().max(200).optional(),
 };
 
