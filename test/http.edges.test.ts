@@ -200,6 +200,9 @@ describe('edges of the HTTP surface', () => {
       ['*/*', 'application/json'],
       ['text/*', 'text/markdown'],
       ['application/xml', 'application/json'],
+      ['text/markdown; charset=utf-8', 'text/markdown'],
+      ['text/markdown; variant=GFM; q=0.9, application/json; q=0.5', 'text/markdown'],
+      ['application/json; charset=utf-8, text/markdown; charset=utf-8; q=0.5', 'application/json'],
     ];
     for (const [accept, type] of cases) {
       const reply = await report(accept);

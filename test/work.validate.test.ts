@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workspaceChecker } from '../src/app/workspace-paths.ts';
 import { BatonError } from '../src/core/errors.ts';
+import { sessionIdSchema } from '../src/core/ledger/names.ts';
+import { sessionEntrySchemas } from '../src/core/work/session.ts';
 import type { WorkContract } from '../src/core/work/model.ts';
 import { validateContract, validationRules, type ValidationContext } from '../src/core/work/validate.ts';
 import { contract } from './helpers/work.ts';
@@ -195,5 +197,20 @@ describe('contract validation', () => {
 
   it('covers every rule of the validation list', () => {
     expect([...tested].sort()).toEqual([...validationRules].sort());
+  });
+});
+
+describe('session ids', () => {
+  it('refuses "." and ".." as new session ids but still reads a session header that holds one', () => {
+    for (const id of ['.', '..']) {
+      expect(sessionIdSchema.safeParse(id).success).toBe(false);
+      const header = sessionEntrySchemas.session_header.safeParse({
+        schema: 'baton.session-header/v1',
+        session_id: id,
+        parent_session_id: id,
+      });
+      expect(header.success, `a ledger written before the rule holds session "${id}"`).toBe(true);
+    }
+    expect(sessionIdSchema.safeParse('run-1').success).toBe(true);
   });
 });

@@ -17,15 +17,32 @@ function isMarkdown(result: unknown): result is { markdown: string } {
 }
 
 /**
+ * An Accept header with each range's parameters dropped but its weight: both answers are UTF-8
+ * and carry no variant, so `text/markdown; charset=utf-8` asks for Markdown as plainly as
+ * `text/markdown` does.
+ */
+function acceptByTypeAndWeight(accept: string): string {
+  return accept
+    .split(',')
+    .map((range) => {
+      const [type = '', ...parameters] = range.split(';');
+      return [type, ...parameters.filter((parameter) => /^\s*q\s*=/i.test(parameter))].join(';');
+    })
+    .join(',');
+}
+
+/**
  * Whether the request's Accept prefers text/markdown to application/json, by the media-type
- * rules (case, q-values, wildcards; no Accept takes JSON).
+ * rules (case, q-values, wildcards, parameters ignored; no Accept takes JSON).
  */
 function prefersMarkdown(request: FastifyRequest): boolean {
   const accept = request.headers.accept;
   if (accept === undefined) return false;
   return (
-    new Negotiator({ headers: { accept } }).mediaType(['application/json', 'text/markdown']) ===
-    'text/markdown'
+    new Negotiator({ headers: { accept: acceptByTypeAndWeight(accept) } }).mediaType([
+      'application/json',
+      'text/markdown',
+    ]) === 'text/markdown'
   );
 }
 

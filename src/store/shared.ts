@@ -184,12 +184,12 @@ export function checkRange(
   range: PositionRange = {},
 ): { from: number; to: number } {
   const from = range.from ?? 1;
-  // Without an end, a start past the head reads nothing: nothing is there yet.
-  const to = range.to ?? (from > head ? from - 1 : head);
-  if (range.to === undefined && from > head) return { from, to };
   if (!Number.isSafeInteger(from) || from < 1) {
     throw new BatonError('invalid_input', 'from is a position >= 1', { from });
   }
+  // Without an end, a start past the head reads nothing: nothing is there yet.
+  const to = range.to ?? (from > head ? from - 1 : head);
+  if (range.to === undefined && from > head) return { from, to };
   if (!Number.isSafeInteger(to) || to < from - 1) {
     throw new BatonError('invalid_input', `to is a position >= from - 1 (${from - 1})`, { from, to });
   }

@@ -18,14 +18,23 @@ export const scopeIdSchema = z
   .regex(visible, 'a scope_id is 1-200 visible ASCII characters');
 
 /**
- * A session's identity, as scope_ids are, except "." and "..": a session is named in URL paths
- * (/v1/sessions/<id>/work), where every URL parser removes such a segment, even percent-encoded.
+ * A session id as the ledger holds it: 1..200 visible ASCII characters. Records are read with
+ * this, so a session named before the rule below still projects.
  */
-export const sessionIdSchema = z
+export const storedSessionIdSchema = z
   .string()
   .max(200)
-  .regex(visible, 'a session id is 1-200 visible ASCII characters')
-  .refine((id) => id !== '.' && id !== '..', 'a session id is not "." or "..", which no URL path can name');
+  .regex(visible, 'a session id is 1-200 visible ASCII characters');
+
+/**
+ * A new session's identity, as scope_ids are, except "." and "..": a session is named in URL
+ * paths (/v1/sessions/<id>/work), where every URL parser removes such a segment, even
+ * percent-encoded.
+ */
+export const sessionIdSchema = storedSessionIdSchema.refine(
+  (id) => id !== '.' && id !== '..',
+  'a session id is not "." or "..", which no URL path can name',
+);
 
 /** A caller-chosen stable source id: 1..256 visible ASCII characters. */
 export const sourceIdSchema = z

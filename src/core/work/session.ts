@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { jsonObjectSchema, jsonValueSchema } from '../json.ts';
-import { sessionIdSchema } from '../ledger/names.ts';
+import { storedSessionIdSchema } from '../ledger/names.ts';
 import { recordSchema } from '../records.ts';
 import { workEventSchema, workIdSchema } from './model.ts';
 
@@ -32,8 +32,8 @@ export type SessionCapabilities = z.output<typeof sessionCapabilitiesSchema>;
 
 export const sessionEntrySchemas = {
   session_header: recordSchema('baton.session-header/v1', {
-    session_id: sessionIdSchema,
-    parent_session_id: sessionIdSchema.nullable().default(null),
+    session_id: storedSessionIdSchema,
+    parent_session_id: storedSessionIdSchema.nullable().default(null),
     contract_id: workIdSchema.nullable().default(null),
     work_item_id: workIdSchema.nullable().default(null),
     work_mode: z.enum(workModes).default('direct'),

@@ -343,6 +343,10 @@ export function describeStore(name: string, factory: StoreFactory): void {
             head: 1,
           });
           await expectBatonError(() => collect(store.readStream(stream, { from: 0 })), 'invalid_input');
+          // A start past the head is checked like any other: it is a position, not a number of any shape.
+          for (const from of [2.5, Number.MAX_SAFE_INTEGER + 2, Number.POSITIVE_INFINITY, Number.NaN]) {
+            await expectBatonError(() => collect(store.readStream(stream, { from })), 'invalid_input');
+          }
           await expectBatonError(
             () => collect(store.readStream({ ...stream, project_id: 'nobody' })),
             'not_found',
