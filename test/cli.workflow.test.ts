@@ -3,10 +3,12 @@
  * binding, one-line handoffs, continue, ack, outcome and report; scope resolution and its
  * refusal; exit codes and messages for bad input; --json output.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
+import { cliEnv, cliMain, tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
 
 let tree: WorkTree;
 
@@ -33,6 +35,26 @@ interface SourceRefJson {
   scope_id: string;
   source_id: string;
   digest: string;
+}
+
+/** Run `baton ARGS` in the work tree with standard input read from a file (a device, say). */
+async function batonWithStdin(tree: WorkTree, args: readonly string[], input: string): Promise<CliResult> {
+  const stdin = openSync(input, 'r');
+  try {
+    const child = spawn(process.execPath, [cliMain, ...args], {
+      cwd: tree.repo,
+      env: cliEnv(tree.database),
+      stdio: [stdin, 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(child, 'close')) as [number];
+    return { code, stdout, stderr };
+  } finally {
+    closeSync(stdin);
+  }
 }
 
 describe('baton CLI in a Git work tree', () => {
@@ -151,6 +173,20 @@ describe('baton CLI in a Git work tree', () => {
     expect(ok(await tree.baton(['continue'], inSrc)).stdout).toContain('From a subdirectory');
     expect(existsSync(join(tree.repo, 'src', 'parser', '.baton'))).toBe(false);
     expect(existsSync(join(tree.repo, 'src', '.baton'))).toBe(false);
+  });
+
+  it('looks for the database no higher than the Git work tree, and outside Git only in the working folder', async () => {
+    const local = { env: { BATON_DATABASE_URL: '' } };
+    // A ledger in the folder that holds the work tree: not this work tree's.
+    ok(await tree.baton(['init'], { ...local, cwd: tree.dir }));
+    expect(existsSync(join(tree.dir, '.baton', 'baton.db'))).toBe(true);
+    for (const cwd of [tree.repo, join(tree.dir, 'notes')]) {
+      mkdirSync(cwd, { recursive: true });
+      const refused = await tree.baton(['continue', '--scope', 'any'], { ...local, cwd });
+      expect({ cwd, code: refused.code }).toEqual({ cwd, code: 1 });
+      expect(refused.stderr).toContain(`no Baton database at ${join(cwd, '.baton', 'baton.db')}`);
+    }
+    expect(existsSync(join(tree.repo, '.baton'))).toBe(false);
   });
 
   it('keeps --json stderr to the error envelope when racing handoffs lose, naming what was prepared', async () => {
@@ -351,6 +387,15 @@ describe('baton CLI in a Git work tree', () => {
         expect(huge.stderr).toContain('payload_too_large');
         expect(huge.stderr).not.toMatch(/RangeError|\n\s+at /);
       }
+    }
+    // Standard input is bounded the same way: an endless one is refused, not read forever.
+    for (const args of [
+      ['call', 'capture_source', '--input-file', '-'],
+      ['work', 'create', 'endless', '--file', '-'],
+    ]) {
+      const endless = await batonWithStdin(tree, args, '/dev/zero');
+      expect({ args, code: endless.code }).toEqual({ args, code: 1 });
+      expect(endless.stderr).toContain('payload_too_large');
     }
     const missing = await tree.baton(['continue', '--scope', 'nothing']);
     expect(missing.code).toBe(1);

@@ -58,8 +58,8 @@ export interface Command {
   run(context: Context): Promise<void>;
 }
 
-export const databaseHelp = `  --database URL|PATH   a SQLite file (default .baton/baton.db) or a postgres:// URL;
-                        the environment variable BATON_DATABASE_URL sets the same`;
+export const databaseHelp = `  --database URL|PATH   a SQLite file or a postgres:// URL (or BATON_DATABASE_URL); by
+                        default the nearest .baton/baton.db up to the Git work tree's top`;
 
 export const transportHelp = `  --server URL          call a Baton server instead of opening the database (or BATON_SERVER)
   --token TOKEN         the server's bearer token (or BATON_TOKEN); it decides the project

@@ -1,11 +1,37 @@
 /**
- * Files the CLI sends as input (--file, --json-file, --input-file, …). One is read up to the
- * most one request may carry and refused beyond it as payload_too_large, so a huge file or a
- * device that never ends (/dev/zero) gets an answer instead of a crash on a string too long.
+ * Files the CLI sends as input (--file, --json-file, --input-file, …), and standard input for
+ * `-`. One is read up to the most one request may carry and refused beyond it as
+ * payload_too_large, so a huge file or a device that never ends (/dev/zero) gets an answer
+ * instead of a crash on a string too long.
  */
 import { open } from 'node:fs/promises';
 import { bodyLimit } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
+
+function tooLarge(path: string): BatonError {
+  return new BatonError(
+    'payload_too_large',
+    `${path} is over ${bodyLimit} bytes, the most one request may carry`,
+    { path, limit: bodyLimit },
+  );
+}
+
+/** A file's text, or standard input's for `-`, refused beyond the body limit. */
+export async function readInput(path: string): Promise<string> {
+  return path === '-' ? readStdin() : readInputFile(path);
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of process.stdin) {
+    length += (chunk as Buffer).length;
+    // Leaving the loop stops reading: the rest of an endless input is never taken in.
+    if (length > bodyLimit) throw tooLarge('standard input');
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 export async function readInputFile(path: string): Promise<string> {
   const handle = await open(path, 'r');
@@ -17,13 +43,7 @@ export async function readInputFile(path: string): Promise<string> {
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    if (length > bodyLimit) {
-      throw new BatonError(
-        'payload_too_large',
-        `${path} is over ${bodyLimit} bytes, the most one request may carry`,
-        { path, limit: bodyLimit },
-      );
-    }
+    if (length > bodyLimit) throw tooLarge(path);
     return buffer.subarray(0, length).toString('utf8');
   } finally {
     await handle.close();

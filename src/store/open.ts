@@ -1,5 +1,5 @@
 /** Opening a Store from where it lives: a SQLite file path (the default) or a postgres:// URL. */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { BatonError } from '../core/errors.ts';
@@ -27,14 +27,32 @@ export function parseStoreLocation(value: string | undefined): StoreLocation {
 
 /**
  * Where the default database is for a command run in cwd: the nearest `.baton/baton.db` in cwd
- * or a folder above it (as Git finds `.git`), so a command run anywhere inside a project uses
- * that project's ledger; cwd's own when there is none yet.
+ * or a folder above it up to the top of cwd's Git work tree (the folder holding `.git`), so a
+ * command run anywhere inside a work tree uses that work tree's ledger. Outside a Git work tree
+ * only cwd's own counts: a ledger left in a shared folder above (/tmp, a home folder) never
+ * captures a command. A folder above cwd that another user owns is passed over, as Git passes
+ * over a repository it does not trust. Without one, cwd's own path, to create or to refuse.
  */
 export function findDefaultSqlite(cwd: string): string {
-  for (let folder = resolve(cwd); ; folder = dirname(folder)) {
+  const here = resolve(cwd);
+  const own = join(here, defaultSqlitePath);
+  if (existsSync(own)) return own;
+  const top = workTreeTop(here);
+  if (top === undefined) return own;
+  const uid = process.getuid?.();
+  for (let folder = here; folder !== top;) {
+    folder = dirname(folder);
     const candidate = join(folder, defaultSqlitePath);
-    if (existsSync(candidate)) return candidate;
-    if (dirname(folder) === folder) return resolve(cwd, defaultSqlitePath);
+    if (existsSync(candidate) && (uid === undefined || statSync(candidate).uid === uid)) return candidate;
+  }
+  return own;
+}
+
+/** The nearest folder at or above `folder` that holds `.git` (a directory, or a linked tree's file). */
+function workTreeTop(folder: string): string | undefined {
+  for (let at = folder; ; at = dirname(at)) {
+    if (existsSync(join(at, '.git'))) return at;
+    if (dirname(at) === at) return undefined;
   }
 }
 

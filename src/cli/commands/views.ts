@@ -17,14 +17,8 @@ import {
 } from '../command.ts';
 import type { Context, ResolvedScope } from '../context.ts';
 import { parseRef } from '../refs.ts';
-import { readInputFile } from '../files.ts';
+import { readInput } from '../files.ts';
 import * as render from '../render.ts';
-
-async function stdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 /** Words joined by commas, in indented lines of at most about 70 characters. */
 function wrap(words: readonly string[]): string {
@@ -236,8 +230,7 @@ ${transportHelp}`,
     const file = text(context.values, 'input-file');
     if (inline !== undefined && file !== undefined)
       throw new UsageError('give --input or --input-file, not both');
-    const source =
-      file === undefined ? (inline ?? '{}') : file === '-' ? await stdin() : await readInputFile(file);
+    const source = file === undefined ? (inline ?? '{}') : await readInput(file);
     let input: unknown;
     try {
       input = JSON.parse(source);

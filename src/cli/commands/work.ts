@@ -27,7 +27,7 @@ import {
 } from '../command.ts';
 import { appDeps, configHelp, configOption } from '../config.ts';
 import type { Context } from '../context.ts';
-import { readInputFile } from '../files.ts';
+import { readInput } from '../files.ts';
 import * as render from '../render-work.ts';
 
 /** Call one work endpoint on the server, or on the local store; same answer, same errors. */
@@ -84,14 +84,7 @@ function reason(context: Context): { reason?: string } {
 
 /** The JSON object in a file (relative to the working directory), or on stdin for `-`. */
 async function jsonFile(context: Context, path: string): Promise<Record<string, unknown>> {
-  let source: string;
-  if (path === '-') {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    source = Buffer.concat(chunks).toString('utf8');
-  } else {
-    source = await readInputFile(resolve(context.cwd, path));
-  }
+  const source = await readInput(path === '-' ? path : resolve(context.cwd, path));
   let value: unknown;
   try {
     value = JSON.parse(source);
