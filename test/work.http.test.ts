@@ -192,6 +192,17 @@ for (const backend of backends) {
       expect(new Set(actors.map((actor) => actor.type))).toEqual(new Set(['human', 'runtime']));
     });
 
+    it('reaches a session by any id it accepts, up to 200 characters that each need escaping', async () => {
+      for (const session_id of ['l'.repeat(200), `${'w'.repeat(100)}${'%/?#'.repeat(25)}`]) {
+        expect((await post('/v1/sessions', { session_id })).status).toBe(200);
+        const path = `/v1/sessions/${encodeURIComponent(session_id)}/work`;
+        const work = await h.call('GET', path);
+        expect({ length: session_id.length, status: work.status }).toEqual({ length: 200, status: 200 });
+        expect(work.body).toMatchObject({ session_id });
+        expect((await post(`${path}/contracts`, contractBody)).status).toBe(200);
+      }
+    });
+
     it('refuses bad input with a stable code and writes nothing', async () => {
       await activeSession();
       const before = await heads();

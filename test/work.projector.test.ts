@@ -13,6 +13,7 @@ import {
   type WorkEventInput,
   type WorkItemStatus,
 } from '../src/core/work/model.ts';
+import { renderControlBlock } from '../src/core/work/control.ts';
 import { completionBlockers, projectWork, type WorkProjection } from '../src/core/work/projector.ts';
 import { contractTransitionAllowed, itemTransitionAllowed } from '../src/core/work/transitions.ts';
 import { activeStart, contract, ev, ledger } from './helpers/work.ts';
@@ -548,4 +549,16 @@ describe('completion blockers', () => {
 it('every actor type is covered by the transition tables', () => {
   const actors: ActorType[] = ['model', 'human', 'runtime', 'verifier'];
   expect([...actorTypes]).toEqual(actors);
+});
+
+describe('the control block', () => {
+  it('cuts a long objective between characters, never inside one', () => {
+    for (const pad of [398, 399]) {
+      const objective = `${'a'.repeat(pad)}${'🚀'.repeat(20)}`;
+      const block = renderControlBlock(then(project(...activeStart(contract({ objective })))))!;
+      const shown = block.split('\n').find((text) => text.startsWith('Objective: '))!;
+      expect({ pad, wellFormed: shown.isWellFormed() }).toEqual({ pad, wellFormed: true });
+      expect(shown.endsWith('…')).toBe(true);
+    }
+  });
 });

@@ -18,6 +18,7 @@ import { realpath, stat } from 'node:fs/promises';
 import { constants, homedir } from 'node:os';
 import { isAbsolute, relative } from 'node:path';
 import { BatonError } from '../core/errors.ts';
+import { prefix } from '../core/text.ts';
 
 export interface SandboxRequest {
   /** Run with `/bin/sh -c`. */
@@ -265,7 +266,7 @@ function guardArguments(parts: readonly [string, string], command: string): stri
 
 function clip(detail: string): string {
   const trimmed = detail.trim();
-  return trimmed.length > detailLimit ? `${trimmed.slice(0, detailLimit)}…` : trimmed;
+  return trimmed.length > detailLimit ? `${prefix(trimmed, detailLimit)}…` : trimmed;
 }
 
 /** Why the guard's command did not start, from a run whose report lacks the sentinel. */

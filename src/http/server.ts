@@ -67,6 +67,9 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     logger: loggerOptions(options.logger),
     bodyLimit,
     forceCloseConnections: 'idle',
+    // A path parameter is a session or item id of up to 200 characters, each of which may be
+    // percent-encoded into three: past Fastify's default of 100, a valid id would be a 404.
+    routerOptions: { maxParamLength: 3 * 200 },
     return503OnClosing: false,
     // Node would answer a request without Host with an empty 400; the Host guard answers it instead.
     http: { requireHostHeader: false },

@@ -19,6 +19,7 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
+import { prefix } from '../core/text.ts';
 
 /** The methods this server serves, each with the schema its request must fit. */
 const requestSchemas: Readonly<Record<string, z.ZodType>> = {
@@ -32,7 +33,7 @@ const requestSchemas: Readonly<Record<string, z.ZodType>> = {
 const maxEchoed = 100;
 
 function echoed(text: string): string {
-  return text.length > maxEchoed ? `${text.slice(0, maxEchoed)}…` : text;
+  return text.length > maxEchoed ? `${prefix(text, maxEchoed)}…` : text;
 }
 
 /** A JSON-RPC error answer; an id that is not a string or a finite number becomes null. */

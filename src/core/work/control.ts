@@ -5,6 +5,7 @@
  * anything that looks like a secret; never tool output. A terminal contract renders nothing.
  */
 import { scrubSecrets } from '../secrets.ts';
+import { prefix } from '../text.ts';
 import { terminalContractStatuses } from './model.ts';
 import { activeContract, type WorkProjection } from './projector.ts';
 
@@ -19,7 +20,7 @@ const rules = [
 
 function line(text: string, max: number): string {
   const flat = scrubSecrets(text.replace(/\s+/g, ' ').trim()).text;
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return flat.length > max ? `${prefix(flat, max - 1)}…` : flat;
 }
 
 /** The control block for the live contract, or null when none is live. */
