@@ -144,4 +144,62 @@ describe('the page across sessions and failures', () => {
     await expect.poll(() => main.textContent()).toContain('Nothing is recorded in workstream does-not-exist');
     expect(await main.textContent()).not.toContain('No workstreams yet');
   });
+
+  it('stays logged in to the new session when an answer to the one before arrives late as 401', async () => {
+    const other = await otherProject();
+    // The first report load (the first session's) is held, then answered 401 after the next login.
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    await page.route('**/v1/work/report', async (route) => {
+      if (held) return route.continue();
+      held = true;
+      await released;
+      await route.fulfill({
+        status: 401,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'unauthorized', message: 'the session ended', details: {} } }),
+      });
+    });
+    await page.goto(`${web.url}/`);
+    await logInHere(web.token);
+    await expect.poll(() => held).toBe(true);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await logInHere(other.token);
+    await page.getByRole('heading', { name: 'Workstreams' }).waitFor();
+    release();
+    // The late 401 belonged to the session that was ended: the new one carries on.
+    await openWorkspace(page, 'alpha');
+    expect(await objective().inputValue()).toBe('The other project’s own plan');
+    expect(await loginForm().count()).toBe(0);
+    await page.getByRole('button', { name: 'Log out' }).waitFor();
+  });
+
+  it('never shows a report of the session before that arrives after the next login', async () => {
+    await web.client.handoff('acme-only', 'acme-b1', { objective: 'Acme’s own plan' });
+    const other = await otherProject();
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let answered: Promise<void> | undefined;
+    await page.route('**/v1/work/report', async (route) => {
+      if (answered !== undefined) return route.continue();
+      // The first session's report, fetched now and delivered after the next login.
+      const response = await route.fetch();
+      answered = released.then(() => route.fulfill({ response }));
+      await answered;
+    });
+    await page.goto(`${web.url}/`);
+    await logInHere(web.token);
+    await expect.poll(() => answered !== undefined).toBe(true);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await logInHere(other.token);
+    await page.getByRole('heading', { name: 'Workstreams' }).waitFor();
+    await expect.poll(() => page.locator('main').textContent()).toContain('alpha');
+    release();
+    await answered;
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 200)));
+    const shown = await page.locator('main').textContent();
+    expect(shown).toContain('alpha');
+    expect(shown).not.toContain('acme-only');
+  });
 });

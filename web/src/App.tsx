@@ -104,7 +104,23 @@ export function App() {
     clearPreflights();
   };
 
-  const client = useMemo(() => (session ? makeApi(session.csrf, signOut) : null), [session, signOut]);
+  const sessionRef = useRef(session);
+  sessionRef.current = session;
+  /**
+   * A client for this session. Its 401 signs out only while its session is still the page's:
+   * a late answer to a session already ended must not end the one logged in since.
+   */
+  const client = useMemo(
+    () =>
+      session
+        ? makeApi(session.csrf, () => {
+            if (sessionRef.current?.csrf === session.csrf) signOut();
+          })
+        : null,
+    [session, signOut],
+  );
+  const clientRef = useRef(client);
+  clientRef.current = client;
 
   /**
    * Load the project's report, and the open workspace's preflight with it, so that both change
@@ -123,13 +139,16 @@ export function App() {
             ? await runPreflight(client, scope, shown.selection.revision)
             : null;
         if (mode === 'background' && pauseRef.current !== null) return;
+        // A report of a session ended while it loaded (another project's, perhaps) is dropped.
+        if (clientRef.current !== client) return;
         setReport(next);
         if (scope !== null && preflight) setPreflight(scope, preflight);
         setLoads((n) => n + 1);
         setLoadError(null);
       } catch (error) {
-        // A 401 has already returned to the login form (the client's onUnauthorized).
-        if (!(error instanceof ApiError && error.status === 401))
+        // A 401 has already returned to the login form (the client's onUnauthorized); an ended
+        // session's failure is not this one's.
+        if (clientRef.current === client && !(error instanceof ApiError && error.status === 401))
           setLoadError(error instanceof Error ? error.message : String(error));
       }
     },
