@@ -147,6 +147,17 @@ describe('baton work on the local store', () => {
     // The revision repeats the assumption without its answer, so it waits for input again.
     expect(revised.stdout).toContain('Contract c1 · revision 2 · awaiting_input\n  needs input on db');
 
+    // A revision counts from 1: 0 is a usage error, said before anything is asked of the ledger.
+    for (const args of [
+      ['work', 'transition', 's1', 'code', '--to', 'skipped', '--revision', '0'],
+      ['work', 'confirm', 's1', '--revision', '0'],
+      ['work', 'revise', 's1', '--revision', '0', '--file', 'nowhere.json'],
+    ]) {
+      const zero = await baton(...args);
+      expect({ args, code: zero.code }).toEqual({ args, code: 2 });
+      expect(zero.stderr).toContain('--revision takes a whole number from 1, not "0"');
+    }
+
     // Refused by the app: exit 1 with the code and data.
     const stale = await baton('work', 'transition', 's1', 'code', '--to', 'skipped', '--revision', '1');
     expect(stale.code).toBe(1);

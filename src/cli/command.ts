@@ -125,7 +125,8 @@ export function whole(
   const value = text(values, name);
   if (value === undefined) return undefined;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    const bounds = min === 0 && max === Number.MAX_SAFE_INTEGER ? '' : ` from ${min} to ${max}`;
+    const bounds =
+      max === Number.MAX_SAFE_INTEGER ? (min === 0 ? '' : ` from ${min}`) : ` from ${min} to ${max}`;
     throw new UsageError(`--${name} takes a whole number${bounds}, not ${JSON.stringify(value)}`);
   }
   return Number(value);

@@ -41,12 +41,11 @@ export function digestOption(context: Context, name: string): Digest | undefined
 
 /** --revision N or --prepared DIGEST, at most one; undefined for neither. */
 export function selectionOption(context: Context): { exact: number } | { prepared: Digest } | undefined {
-  const revision = whole(context.values, 'revision');
+  const revision = whole(context.values, 'revision', { min: 1 });
   const prepared = digestOption(context, 'prepared');
   if (revision !== undefined && prepared !== undefined)
     throw new UsageError('give --revision N or --prepared DIGEST, not both');
   if (revision !== undefined) {
-    if (revision < 1) throw new UsageError('--revision counts from 1');
     return { exact: revision };
   }
   return prepared === undefined ? undefined : { prepared };

@@ -229,7 +229,7 @@ ${commonHelp}`,
   options: { ...options, revision: { type: 'string' }, answer: { type: 'string', multiple: true } },
   async run(context) {
     const [session_id] = positionals(context, ['SESSION']);
-    const revision = whole(context.values, 'revision');
+    const revision = whole(context.values, 'revision', { min: 1 });
     if (revision === undefined) throw new UsageError('--revision is required');
     const resolutions = list(context.values, 'answer').map((answer) => {
       const at = answer.indexOf('=');
@@ -270,7 +270,7 @@ ${commonHelp}`,
   options: { ...options, revision: { type: 'string' }, file: { type: 'string' }, reason: { type: 'string' } },
   async run(context) {
     const [session_id] = positionals(context, ['SESSION']);
-    const previous_revision = whole(context.values, 'revision');
+    const previous_revision = whole(context.values, 'revision', { min: 1 });
     if (previous_revision === undefined) throw new UsageError('--revision is required');
     const body = await jsonFile(context, required(context.values, 'file'));
     const input = mergeParams({ session_id: session_id! }, body);
@@ -300,7 +300,7 @@ ${commonHelp}`,
     const [session_id, item_id] = positionals(context, ['SESSION', 'ITEM']);
     const to = oneOf(context.values, 'to', workItemStatuses);
     if (to === undefined) throw new UsageError('--to is required');
-    const revision = whole(context.values, 'revision');
+    const revision = whole(context.values, 'revision', { min: 1 });
     if (revision === undefined) throw new UsageError('--revision is required');
     printWork(
       context,
