@@ -208,6 +208,18 @@ for (const backend of backends) {
       const before = await heads();
       const refusals: [string, unknown, number, string, Record<string, unknown>?][] = [
         [`${s}/confirm`, { session_id: 'other', revision: 1 }, 422, 'invalid_input', { field: 'session_id' }],
+        [
+          `${s}/confirm`,
+          {
+            revision: 1,
+            resolutions: [
+              { assumption_id: 'db', resolution: 'staging' },
+              { assumption_id: 'db', resolution: 'production' },
+            ],
+          },
+          422,
+          'invalid_input',
+        ],
         [`${s}/items/code/cancel`, { item_id: 'docs' }, 422, 'invalid_input', { field: 'item_id' }],
         [`${s}/items/code/retry`, { surprise: true }, 422, 'invalid_input'],
         [`${s}/items/code/transition`, { revision: 1, to: 'finished' }, 422, 'invalid_input'],

@@ -64,6 +64,15 @@ describe('contract validation', () => {
     rejects(contract({ objective: '  \n' }), rule('empty_objective'), 'work-1');
   });
 
+  it('rejects an item whose title is only white space', () => {
+    rejects(contract({ items: [item('a', { title: ' \t ' })] }), rule('empty_title'), 'a');
+  });
+
+  it('rejects an item that names one dependency or criterion twice', () => {
+    rejects(contract({ items: [item('a'), item('b', { dependencies: ['a', 'a'] })] }), 'duplicate_id', 'a');
+    rejects(contract({ items: [item('a', { criterion_ids: ['tests', 'tests'] })] }), 'duplicate_id', 'tests');
+  });
+
   it('rejects duplicate ids of items, criteria, constraints and assumptions', () => {
     rejects(contract({ items: [item('a'), item('a')] }), rule('duplicate_id'), 'a');
     const base = contract();

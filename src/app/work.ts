@@ -368,6 +368,10 @@ export const confirmFields = {
   resolutions: z
     .array(z.strictObject({ assumption_id: workIdSchema, resolution: z.string().min(1).max(4000) }))
     .max(256)
+    .refine(
+      (answers) => new Set(answers.map((answer) => answer.assumption_id)).size === answers.length,
+      'each assumption is answered at most once',
+    )
     .optional(),
 };
 export const reviseFields = { ...base, ...which, previous_revision: revision, ...definitionFields, reason };

@@ -7,6 +7,7 @@ import type { WorkContract, WorkOwner } from './model.ts';
 
 export const validationRules = [
   'empty_objective',
+  'empty_title',
   'duplicate_id',
   'unknown_dependency',
   'dependency_cycle',
@@ -159,6 +160,10 @@ export function validateContract(contract: WorkContract, context: ValidationCont
   validateStructure(contract);
   const criteriaById = new Map(criteria.map((criterion) => [criterion.criterion_id, criterion]));
   for (const item of items) {
+    // New contracts only: a contract already in the ledger is read as it was written.
+    if (item.title.trim() === '') reject('empty_title', item.item_id, `item "${item.item_id}" has no title`);
+    requireUnique(`item "${item.item_id}" dependency`, item.dependencies);
+    requireUnique(`item "${item.item_id}" criterion`, item.criterion_ids);
     if (
       item.required &&
       !item.criterion_ids.some((criterion_id) => criteriaById.get(criterion_id)?.required)
