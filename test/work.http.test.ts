@@ -224,6 +224,7 @@ for (const backend of backends) {
         [`${s}/items/code/retry`, { surprise: true }, 422, 'invalid_input'],
         [`${s}/items/code/transition`, { revision: 1, to: 'finished' }, 422, 'invalid_input'],
         [`${s}/items/code/transition`, { to: 'skipped' }, 422, 'invalid_input'],
+        [`${s}/items/code/cancel`, null, 422, 'invalid_input'],
         [`${s}/items/code/cancel`, [1, 2], 422, 'invalid_input'],
         [`${s}/items/code/reassign`, { owner: { type: 'robot' } }, 422, 'invalid_input'],
         [`${s}/items/code/evidence`, { revision: 1, evidence: { type: 'rumour' } }, 422, 'invalid_input'],

@@ -279,8 +279,9 @@ export function mergeParams(
   params: Readonly<Partial<Record<WorkParam, string>>>,
   body: unknown,
 ): Record<string, unknown> {
-  const given = body ?? {};
-  if (typeof given !== 'object' || Array.isArray(given)) {
+  // No body at all is no fields; a JSON null is a body, and not an object.
+  const given = body === undefined ? {} : body;
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     throw new BatonError('invalid_input', 'the body is a JSON object', {
       issues: [{ path: '', message: 'expected an object' }],
     });
