@@ -3,7 +3,15 @@
  * bubblewrap sandbox: the spec's "Required tests" this part touches, by name.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -115,6 +123,53 @@ describe('verification', () => {
     const second = await verifyWork(deps, 'acme', { session_id: 's' });
     expect(second.verdicts[0]).toMatchObject({ verdict: 'passed' });
     expect(second.contract_status).toBe('completed');
+  });
+
+  it('judges files through links by what they lead to: never reads a pipe, a folder or past the size cap', async () => {
+    execFileSync('mkfifo', [join(workspace, 'pipe')]);
+    execFileSync('truncate', ['-s', '9M', join(workspace, 'big.bin')]);
+    mkdirSync(join(workspace, 'sub'));
+    for (const [link, target] of [
+      ['pipe-link', 'pipe'],
+      ['big-link', 'big.bin'],
+      ['dangling', 'nowhere.md'],
+      ['dir-link', 'sub'],
+    ] as const) {
+      symlinkSync(target, join(workspace, link));
+    }
+    const contains = (path: string) => ({
+      criterion_id: `contains-${path}`,
+      kind: { type: 'file_contains', path, pattern: '# app' },
+    });
+    const exists = (path: string) => ({
+      criterion_id: `exists-${path}`,
+      kind: { type: 'file_exists', path },
+    });
+    await contractWith([
+      contains('pipe'),
+      contains('pipe-link'),
+      contains('big-link'),
+      contains('dangling'),
+      contains('dir-link'),
+      exists('dangling'),
+      exists('dir-link'),
+      exists('pipe-link'),
+    ]);
+    await finishItem();
+    const report = await verifyWork(deps, 'acme', { session_id: 's' });
+    const verdicts = Object.fromEntries(
+      report.verdicts.map((verdict) => [verdict.criterion_id, [verdict.verdict, verdict.reason]]),
+    );
+    expect(verdicts).toEqual({
+      'contains-pipe': ['failed', 'pipe is not a file'],
+      'contains-pipe-link': ['failed', 'pipe-link is not a file'],
+      'contains-big-link': ['unknown', `big-link is over ${8 * 1024 * 1024} bytes; not read`],
+      'contains-dangling': ['failed', 'dangling does not exist'],
+      'contains-dir-link': ['failed', 'dir-link is not a file'],
+      'exists-dangling': ['failed', 'dangling does not exist'],
+      'exists-dir-link': ['failed', 'dir-link is not a file'],
+      'exists-pipe-link': ['failed', 'pipe-link is not a file'],
+    });
   });
 
   it('unfinished required item blocks completion: the gate blocks and the verifier does not complete', async () => {

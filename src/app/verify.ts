@@ -7,7 +7,8 @@
  * every required item and criterion passed. It never writes to the workspace it evaluates:
  * shell criteria run only in the read-only sandbox, and output is scrubbed before it is stored.
  */
-import { lstat, open } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { workspaceCheckpoint } from '../agent/checkpoint.ts';
 import { runSandboxed, type SandboxOptions } from '../agent/sandbox.ts';
@@ -129,39 +130,65 @@ async function readFacts(deps: AppDeps, project_id: string, session_id: string):
   return facts;
 }
 
+/**
+ * A file criterion judged by what its path leads to, links followed: only a regular file
+ * counts. It is opened without blocking (a pipe would wait for a writer forever), its type and
+ * size are taken from the open handle, not the name, and at most the cap is read, so a link to
+ * a device, a huge file or one that grows while read is answered, never read without end.
+ */
 async function checkFile(workspace: string | null, path: string, pattern?: string): Promise<Check> {
   if (workspace === null)
     return { verdict: 'unavailable', reason: 'the session has no workspace to check', evidence: [] };
   if (!workspaceChecker(workspace)(path))
     return { verdict: 'failed', reason: `${path} is outside the workspace`, evidence: [] };
-  const full = resolve(workspace, path);
-  let size: number;
+  const notFile: Check = { verdict: 'failed', reason: `${path} is not a file`, evidence: [] };
+  let handle: FileHandle;
   try {
-    const info = await lstat(full);
-    if (!info.isFile() && !info.isSymbolicLink())
-      return { verdict: 'failed', reason: `${path} is not a file`, evidence: [] };
-    size = info.size;
-  } catch {
-    return {
-      verdict: 'failed',
-      reason: `${path} does not exist`,
-      evidence: [],
-      output: `${path}: no such file`,
-    };
+    handle = await open(resolve(workspace, path), fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      return {
+        verdict: 'failed',
+        reason: `${path} does not exist`,
+        evidence: [],
+        output: `${path}: no such file`,
+      };
+    if (code === 'EISDIR' || code === 'ELOOP' || code === 'ENXIO') return notFile;
+    return { verdict: 'unknown', reason: `${path} cannot be read (${code ?? 'error'})`, evidence: [] };
   }
-  if (pattern === undefined)
-    return { verdict: 'passed', reason: `${path} exists`, evidence: [], output: `${path}: ${size} bytes` };
-  if (size > fileLimit)
-    return { verdict: 'unknown', reason: `${path} is over ${fileLimit} bytes; not read`, evidence: [] };
-  const handle = await open(full, 'r');
   try {
-    const text = await handle.readFile('utf8');
+    const info = await handle.stat();
+    if (!info.isFile()) return notFile;
+    if (pattern === undefined)
+      return {
+        verdict: 'passed',
+        reason: `${path} exists`,
+        evidence: [],
+        output: `${path}: ${info.size} bytes`,
+      };
+    const over: Check = {
+      verdict: 'unknown',
+      reason: `${path} is over ${fileLimit} bytes; not read`,
+      evidence: [],
+    };
+    if (info.size > fileLimit) return over;
+    const buffer = Buffer.alloc(Math.min(info.size, fileLimit) + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length > fileLimit) return over;
+      if (length === buffer.length) break;
+    }
+    const text = buffer.toString('utf8', 0, length);
     const found = text.includes(pattern);
     return {
       verdict: found ? 'passed' : 'failed',
       reason: found ? `${path} contains the pattern` : `${path} does not contain the pattern`,
       evidence: [],
-      output: `${path}: ${size} bytes; pattern ${found ? 'found' : 'not found'}`,
+      output: `${path}: ${length} bytes; pattern ${found ? 'found' : 'not found'}`,
     };
   } finally {
     await handle.close();
