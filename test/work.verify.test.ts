@@ -20,6 +20,7 @@ import { exportStream } from '../src/app/ledger.ts';
 import { verifyWork } from '../src/app/verify.ts';
 import * as work from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
+import type { WorkConfig } from '../src/core/work/config.ts';
 import type { Actor } from '../src/core/work/model.ts';
 import { workGate } from '../src/core/work/gate.ts';
 import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
@@ -29,7 +30,7 @@ const model: Actor = { type: 'model', id: 'agent' };
 const live = { live_children: [], checkpoint: null };
 let workspace: string;
 let store: SqliteStore;
-let deps: { store: SqliteStore; clock: typeof systemClock };
+let deps: { store: SqliteStore; clock: typeof systemClock; work?: WorkConfig };
 
 beforeEach(async () => {
   workspace = mkdtempSync(join(tmpdir(), 'baton-verify-'));
@@ -403,6 +404,55 @@ describe('the stop gate', () => {
     const after = await work.readWork(deps, 'acme', { session_id: 's' });
     expect(after.projection?.contracts[0]).toMatchObject({ status: 'unverified' });
     expect(after.control_block).toBeNull();
+  });
+
+  it('ends a contract still in draft when continuation is exhausted, and the next call allows without error', async () => {
+    const { stopGate } = await import('../src/app/gate.ts');
+    const { workConfigSchema } = await import('../src/core/work/config.ts');
+    deps = { ...deps, work: workConfigSchema.parse({ confirmation: 'always' }) };
+    const created = await contractWith([
+      { criterion_id: 'notes', kind: { type: 'file_exists', path: 'notes.md' } },
+    ]);
+    expect(created.contract?.status).toBe('draft');
+    expect((await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 })).decision).toBe('block');
+    const exhausted = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(exhausted).toMatchObject({ decision: 'allow', status: 'unverified', blocks: 2 });
+    expect(exhausted.exhausted?.reason).toMatch(/^continuation exhausted/);
+    expect(await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 })).toMatchObject({
+      decision: 'allow',
+      status: 'unverified',
+      exhausted: null,
+    });
+  });
+
+  it('blocks on a required item a person skipped: the contract cannot complete, so stopping ends it unverified', async () => {
+    const { stopGate } = await import('../src/app/gate.ts');
+    await contractWith(
+      [{ criterion_id: 'notes', kind: { type: 'file_exists', path: 'notes.md' } }],
+      [
+        { item_id: 'do', title: 'Do it', criterion_ids: ['notes'] },
+        { item_id: 'extra', title: 'Also this', criterion_ids: ['notes'] },
+      ],
+    );
+    await work.transitionItem(
+      deps,
+      'acme',
+      { session_id: 's', revision: 1, item_id: 'extra', to: 'skipped', reason: 'not needed now' },
+      { type: 'human', id: 'pat' },
+    );
+    writeFileSync(join(workspace, 'notes.md'), 'done\n');
+    await finishItem('do');
+    const verified = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(verified.verdicts[0]).toMatchObject({ verdict: 'passed' });
+    expect(verified.contract_status).toBe('active');
+    const gate = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(gate).toMatchObject({
+      decision: 'block',
+      reasons: [expect.objectContaining({ code: 'item_skipped', id: 'extra' })],
+    });
+    const exhausted = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(exhausted).toMatchObject({ decision: 'allow', status: 'unverified' });
+    expect(exhausted.exhausted?.reason).toContain('required item "extra" is skipped');
   });
 
   it('refuses a bound of blocks or a timeout out of range, and writes nothing', async () => {

@@ -1,6 +1,7 @@
 /**
  * The work completion gate: may the agent stop and report its work complete? It blocks while a
- * required item is pending, running, blocked or awaiting verification, while a child session
+ * required item is pending, running, blocked or awaiting verification (the spec's list), or
+ * failed, cancelled or skipped (the contract cannot complete without it), while a child session
  * is still live, while a required criterion lacks passing evidence, and when the workspace has
  * moved past the checkpoint a verdict was taken at. A pure function of the projection and the
  * live state the caller observed; it never trusts what the agent says about its own progress.
@@ -21,6 +22,7 @@ export type GateReasonCode =
   | 'item_blocked'
   | 'item_awaiting_verification'
   | 'item_failed'
+  | 'item_skipped'
   | 'child_live'
   | 'criterion_unverified'
   | 'evidence_stale'
@@ -51,6 +53,9 @@ const itemReason: Partial<Record<WorkItemStatus, GateReasonCode>> = {
   ready_for_verification: 'item_awaiting_verification',
   failed: 'item_failed',
   cancelled: 'item_failed',
+  // Only a succeeded required item lets the contract complete (completionBlockers): a skipped
+  // one leaves it unable to, so stopping waits for a person or ends it by exhaustion.
+  skipped: 'item_skipped',
 };
 
 function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[] {

@@ -83,7 +83,8 @@ export const contractTransitions: Table<ContractStatus> = {
     ['active', 'verifying'],
     ['verifying', 'active'],
     ['verifying', 'completed'],
-    ...(['awaiting_input', 'active', 'blocked', 'verifying'] as const).flatMap((status) => [
+    // Exhausted continuation ends any live contract unverified or failed, a draft too.
+    ...(['draft', 'awaiting_input', 'active', 'blocked', 'verifying'] as const).flatMap((status) => [
       [status, 'failed'] as const,
       [status, 'unverified'] as const,
     ]),
