@@ -77,6 +77,15 @@ async function contractWith(
   );
 }
 
+const contains = (path: string): Criterion => ({
+  criterion_id: `contains-${path}`,
+  kind: { type: 'file_contains', path, pattern: '# app' },
+});
+const exists = (path: string): Criterion => ({
+  criterion_id: `exists-${path}`,
+  kind: { type: 'file_exists', path },
+});
+
 async function finishItem(item_id = 'do') {
   await work.transitionItem(deps, 'acme', { session_id: 's', revision: 1, item_id, to: 'running' }, model);
   return work.transitionItem(
@@ -84,6 +93,16 @@ async function finishItem(item_id = 'do') {
     'acme',
     { session_id: 's', revision: 1, item_id, to: 'ready_for_verification' },
     model,
+  );
+}
+
+/** Verify a fresh contract of these criteria; each criterion's verdict and reason by id. */
+async function verdictsOf(criteria: Criterion[]): Promise<Record<string, [string, string]>> {
+  await contractWith(criteria);
+  await finishItem();
+  const report = await verifyWork(deps, 'acme', { session_id: 's' });
+  return Object.fromEntries(
+    report.verdicts.map((verdict) => [verdict.criterion_id, [verdict.verdict, verdict.reason]]),
   );
 }
 
@@ -126,51 +145,84 @@ describe('verification', () => {
     expect(second.contract_status).toBe('completed');
   });
 
-  it('judges files through links by what they lead to: never reads a pipe, a folder or past the size cap', async () => {
+  it('fails file_contains on a pipe, directly or through a link, at once instead of waiting for a writer', async () => {
     execFileSync('mkfifo', [join(workspace, 'pipe')]);
-    execFileSync('truncate', ['-s', '9M', join(workspace, 'big.bin')]);
-    mkdirSync(join(workspace, 'sub'));
-    for (const [link, target] of [
-      ['pipe-link', 'pipe'],
-      ['big-link', 'big.bin'],
-      ['dangling', 'nowhere.md'],
-      ['dir-link', 'sub'],
-    ] as const) {
-      symlinkSync(target, join(workspace, link));
-    }
-    const contains = (path: string) => ({
-      criterion_id: `contains-${path}`,
-      kind: { type: 'file_contains', path, pattern: '# app' },
-    });
-    const exists = (path: string) => ({
-      criterion_id: `exists-${path}`,
-      kind: { type: 'file_exists', path },
-    });
-    await contractWith([
-      contains('pipe'),
-      contains('pipe-link'),
-      contains('big-link'),
-      contains('dangling'),
-      contains('dir-link'),
-      exists('dangling'),
-      exists('dir-link'),
-      exists('pipe-link'),
-    ]);
-    await finishItem();
-    const report = await verifyWork(deps, 'acme', { session_id: 's' });
-    const verdicts = Object.fromEntries(
-      report.verdicts.map((verdict) => [verdict.criterion_id, [verdict.verdict, verdict.reason]]),
-    );
-    expect(verdicts).toEqual({
+    symlinkSync('pipe', join(workspace, 'pipe-link'));
+    expect(await verdictsOf([contains('pipe'), contains('pipe-link'), exists('pipe-link')])).toEqual({
       'contains-pipe': ['failed', 'pipe is not a file'],
       'contains-pipe-link': ['failed', 'pipe-link is not a file'],
-      'contains-big-link': ['unknown', `big-link is over ${8 * 1024 * 1024} bytes; not read`],
-      'contains-dangling': ['failed', 'dangling does not exist'],
-      'contains-dir-link': ['failed', 'dir-link is not a file'],
-      'exists-dangling': ['failed', 'dangling does not exist'],
-      'exists-dir-link': ['failed', 'dir-link is not a file'],
       'exists-pipe-link': ['failed', 'pipe-link is not a file'],
     });
+  }, 10_000);
+
+  it('keeps the size cap for a file reached through a link: a file over it is not read', async () => {
+    execFileSync('truncate', ['-s', '9M', join(workspace, 'big.bin')]);
+    symlinkSync('big.bin', join(workspace, 'big-link'));
+    expect(await verdictsOf([contains('big-link')])).toEqual({
+      'contains-big-link': ['unknown', `big-link is over ${8 * 1024 * 1024} bytes; not read`],
+    });
+  });
+
+  it('fails file_contains on a dangling link or a link to a folder as on a missing file or a folder', async () => {
+    mkdirSync(join(workspace, 'sub'));
+    symlinkSync('nowhere.md', join(workspace, 'dangling'));
+    symlinkSync('sub', join(workspace, 'dir-link'));
+    expect(
+      await verdictsOf([contains('missing.md'), contains('dangling'), contains('sub'), contains('dir-link')]),
+    ).toEqual({
+      'contains-missing.md': ['failed', 'missing.md does not exist'],
+      'contains-dangling': ['failed', 'dangling does not exist'],
+      'contains-sub': ['failed', 'sub is not a file'],
+      'contains-dir-link': ['failed', 'dir-link is not a file'],
+    });
+  });
+
+  it('fails file_exists on a dangling link or a link to a folder, and passes a link to a file', async () => {
+    mkdirSync(join(workspace, 'sub'));
+    symlinkSync('nowhere.md', join(workspace, 'dangling'));
+    symlinkSync('sub', join(workspace, 'dir-link'));
+    symlinkSync('README.md', join(workspace, 'readme-link'));
+    expect(
+      await verdictsOf([
+        exists('missing.md'),
+        exists('dangling'),
+        exists('sub'),
+        exists('dir-link'),
+        exists('readme-link'),
+      ]),
+    ).toEqual({
+      'exists-missing.md': ['failed', 'missing.md does not exist'],
+      'exists-dangling': ['failed', 'dangling does not exist'],
+      'exists-sub': ['failed', 'sub is not a file'],
+      'exists-dir-link': ['failed', 'dir-link is not a file'],
+      'exists-readme-link': ['passed', 'readme-link exists'],
+    });
+  });
+
+  it('refuses a link made after the contract that leads out of the workspace, and never reads through it', async () => {
+    const outside = mkdtempSync(join(tmpdir(), 'baton-outside-'));
+    try {
+      writeFileSync(join(outside, 'secret.txt'), '# app\n');
+      await contractWith([
+        { criterion_id: 'contains', kind: { type: 'file_contains', path: 'escape', pattern: '# app' } },
+        { criterion_id: 'exists', kind: { type: 'file_exists', path: 'escape' } },
+        { criterion_id: 'below', kind: { type: 'file_contains', path: 'out/secret.txt', pattern: '# app' } },
+      ]);
+      symlinkSync(join(outside, 'secret.txt'), join(workspace, 'escape'));
+      symlinkSync(outside, join(workspace, 'out'));
+      await finishItem();
+      const report = await verifyWork(deps, 'acme', { session_id: 's' });
+      expect(
+        report.verdicts.map((verdict) => [verdict.criterion_id, verdict.verdict, verdict.reason]),
+      ).toEqual([
+        ['contains', 'failed', 'escape is outside the workspace'],
+        ['exists', 'failed', 'escape is outside the workspace'],
+        ['below', 'failed', 'out/secret.txt is outside the workspace'],
+      ]);
+      expect(report.contract_status).toBe('active');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   it('unfinished required item blocks completion: the gate blocks and the verifier does not complete', async () => {
