@@ -202,4 +202,37 @@ describe('the page across sessions and failures', () => {
     expect(shown).toContain('alpha');
     expect(shown).not.toContain('acme-only');
   });
+
+  it('never lets a send of the session before land in the next one’s memory', async () => {
+    await web.client.handoff('alpha', 'acme-b1', { objective: 'Acme’s plan' });
+    const other = await otherProject();
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    await page.route('**/v1/work/handoffs/prepare-current', async (route) => {
+      held = true;
+      await released;
+      await route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          error: { code: 'unavailable', message: 'acme’s send failed late', details: {} },
+        }),
+      });
+    });
+    await logIn(page, web);
+    await openWorkspace(page, 'alpha');
+    await objective().fill('SECRET: acme’s plan, being sent');
+    await card().getByRole('button', { name: 'Send Handoff' }).click();
+    await expect.poll(() => held).toBe(true);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await logInHere(other.token);
+    await openWorkspace(page, 'alpha');
+    release();
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 300)));
+    const shown = await card().textContent();
+    expect(shown).not.toContain('acme’s send failed late');
+    expect(shown).not.toContain('Not sent');
+    expect(await objective().inputValue()).toBe('The other project’s own plan');
+  });
 });

@@ -28,18 +28,31 @@ function initialLocale(): Locale {
 }
 
 /** A map kept per workstream: setting undefined removes the entry; clear empties it. */
+/**
+ * Values kept per workstream in this tab. `bind(key)` makes a setter for one key; once the
+ * memory is cleared (a logout), a setter made before does nothing, so a send or a load still
+ * running for the session that ended cannot write into the next session's memory.
+ */
 function useKeyed<T>() {
   const [map, setMap] = useState<Readonly<Record<string, T>>>({});
-  const set = useCallback((key: string, value: T | undefined) => {
-    setMap((old) => {
-      const next = { ...old };
-      if (value === undefined) delete next[key];
-      else next[key] = value;
-      return next;
-    });
+  const epoch = useRef(0);
+  const bind = useCallback((key: string) => {
+    const made = epoch.current;
+    return (value: T | undefined) => {
+      if (epoch.current !== made) return;
+      setMap((old) => {
+        const next = { ...old };
+        if (value === undefined) delete next[key];
+        else next[key] = value;
+        return next;
+      });
+    };
   }, []);
-  const clear = useCallback(() => setMap({}), []);
-  return [map, set, clear] as const;
+  const clear = useCallback(() => {
+    epoch.current += 1;
+    setMap({});
+  }, []);
+  return [map, bind, clear] as const;
 }
 
 type Pause = 'edits' | 'action' | 'hidden' | null;
@@ -52,10 +65,10 @@ export function App() {
   const [report, setReport] = useState<HandoffReport | null>(null);
   const [loads, setLoads] = useState(0);
   const [loadError, setLoadError] = useState<string | null>(null);
-  const [drafts, setDraft, clearDrafts] = useKeyed<CardDraft>();
-  const [attempts, setAttempt, clearAttempts] = useKeyed<SendAttempt>();
-  const [forms, setForms, clearForms] = useKeyed<Forms>();
-  const [preflights, setPreflight, clearPreflights] = useKeyed<Preflight>();
+  const [drafts, bindDraft, clearDrafts] = useKeyed<CardDraft>();
+  const [attempts, bindAttempt, clearAttempts] = useKeyed<SendAttempt>();
+  const [forms, bindForms, clearForms] = useKeyed<Forms>();
+  const [preflights, bindPreflight, clearPreflights] = useKeyed<Preflight>();
   /** The project the drafts, attempts and forms in memory were made in. */
   const memoryOf = useRef(session?.project_id);
   const [busy, setBusy] = useState(0);
@@ -142,7 +155,7 @@ export function App() {
         // A report of a session ended while it loaded (another project's, perhaps) is dropped.
         if (clientRef.current !== client) return;
         setReport(next);
-        if (scope !== null && preflight) setPreflight(scope, preflight);
+        if (scope !== null && preflight) bindPreflight(scope)(preflight);
         setLoads((n) => n + 1);
         setLoadError(null);
       } catch (error) {
@@ -263,13 +276,13 @@ export function App() {
                 scope_id={route.scope_id}
                 workstream={report.workstreams.find((w) => w.scope_id === route.scope_id)}
                 preflight={preflights[route.scope_id]}
-                setPreflight={(value) => setPreflight(route.scope_id, value)}
+                setPreflight={bindPreflight(route.scope_id)}
                 draft={drafts[route.scope_id]}
-                setDraft={(value) => setDraft(route.scope_id, value)}
+                setDraft={bindDraft(route.scope_id)}
                 attempt={attempts[route.scope_id]}
-                setAttempt={(value) => setAttempt(route.scope_id, value)}
+                setAttempt={bindAttempt(route.scope_id)}
                 forms={scopeForms ?? { receiver: emptyReceiver(shownRevision), outcome: emptyOutcome() }}
-                setForms={(value) => setForms(route.scope_id, value)}
+                setForms={bindForms(route.scope_id)}
                 act={act}
                 reload={() => load('user')}
               />
