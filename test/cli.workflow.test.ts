@@ -185,6 +185,9 @@ describe('baton CLI in a Git work tree', () => {
       const refused = await tree.baton(['continue', '--scope', 'any'], { ...local, cwd });
       expect({ cwd, code: refused.code }).toEqual({ cwd, code: 1 });
       expect(refused.stderr).toContain(`no Baton database at ${join(cwd, '.baton', 'baton.db')}`);
+      expect(refused.stderr).toContain(
+        `${join(tree.dir, '.baton', 'baton.db')} above is not used by default`,
+      );
     }
     expect(existsSync(join(tree.repo, '.baton'))).toBe(false);
   });

@@ -10,7 +10,13 @@ import { systemClock } from '../core/clock.ts';
 import { BatonError } from '../core/errors.ts';
 import { scopeIdSchema } from '../core/ledger/names.ts';
 import { httpUrl } from '../core/urls.ts';
-import { findDefaultSqlite, openStore, parseStoreLocation, type StoreLocation } from '../store/open.ts';
+import {
+  findDefaultSqlite,
+  openStore,
+  parseStoreLocation,
+  sqliteAbove,
+  type StoreLocation,
+} from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { readBinding, type Binding } from './binding.ts';
 import { defaultProject, text, UsageError, type Io, type Values } from './command.ts';
@@ -110,10 +116,15 @@ export function createContext(
           !existsSync(resolve(cwd, location.path))
         ) {
           // A read (or a typo in --database) must not leave an empty database behind.
+          const defaulted = text(values, 'database') === undefined && !io.env.BATON_DATABASE_URL?.trim();
+          const above = defaulted ? sqliteAbove(cwd) : undefined;
           throw new BatonError(
             'not_found',
-            `no Baton database at ${location.path}: create it with baton init, or name yours with --database`,
-            { path: location.path },
+            `no Baton database at ${location.path}: create it with baton init, or name yours with --database` +
+              (above === undefined
+                ? ''
+                : `; ${above} above is not used by default, which looks no higher than the Git work tree and skips other users' folders: name it with --database to use it`),
+            above === undefined ? { path: location.path } : { path: location.path, above },
           );
         }
         return openStore(location, opening);

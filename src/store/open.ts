@@ -48,6 +48,18 @@ export function findDefaultSqlite(cwd: string): string {
   return own;
 }
 
+/**
+ * The nearest `.baton/baton.db` in a folder above cwd, however far up: not a default (see
+ * findDefaultSqlite), only something to name when cwd has none.
+ */
+export function sqliteAbove(cwd: string): string | undefined {
+  for (let folder = dirname(resolve(cwd)); ; folder = dirname(folder)) {
+    const candidate = join(folder, defaultSqlitePath);
+    if (existsSync(candidate)) return candidate;
+    if (dirname(folder) === folder) return undefined;
+  }
+}
+
 /** The nearest folder at or above `folder` that holds `.git` (a directory, or a linked tree's file). */
 function workTreeTop(folder: string): string | undefined {
   for (let at = folder; ; at = dirname(at)) {
