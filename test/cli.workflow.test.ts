@@ -391,6 +391,11 @@ describe('baton CLI in a Git work tree', () => {
         expect(huge.stderr).not.toMatch(/RangeError|\n\s+at /);
       }
     }
+    // Input that is not JSON is a usage error that names the input, without the usage text.
+    const notJson = await tree.baton(['call', 'capture_source', '--input', '{"scope_id":']);
+    expect(notJson.code).toBe(2);
+    expect(notJson.stderr).toContain('the input is not JSON');
+    expect(notJson.stderr).not.toContain('Usage:');
     // Standard input is bounded the same way: an endless one is refused, not read forever.
     for (const args of [
       ['call', 'capture_source', '--input-file', '-'],

@@ -235,7 +235,8 @@ ${transportHelp}`,
     try {
       input = JSON.parse(source);
     } catch (error) {
-      throw new UsageError(`the input is not JSON: ${(error as Error).message}`);
+      // The command line was right; the input was not: say so without the usage text.
+      throw new UsageError(`the input is not JSON: ${(error as Error).message}`, { showUsage: false });
     }
     const transport = await context.transport();
     const result = await transport.invoke(operationId as OperationId, input as never);
