@@ -1,9 +1,10 @@
 /** Every rejection of the spec's contract validation list, each naming its rule and the offending id. */
-import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { workspaceChecker } from '../src/app/workspace-paths.ts';
+import { openedInside, workspaceChecker } from '../src/app/workspace-paths.ts';
 import { BatonError } from '../src/core/errors.ts';
 import { sessionIdSchema } from '../src/core/ledger/names.ts';
 import { sessionEntrySchemas } from '../src/core/work/session.ts';
@@ -221,5 +222,26 @@ describe('session ids', () => {
       expect(header.success, `a ledger written before the rule holds session "${id}"`).toBe(true);
     }
     expect(sessionIdSchema.safeParse('run-1').success).toBe(true);
+  });
+});
+
+describe('an opened file inside the workspace', () => {
+  it('is judged by what was opened, not by the name: a link out of the workspace is outside', async () => {
+    writeFileSync(join(workspace, 'src', 'notes.md'), 'inside\n');
+    writeFileSync(join(outside, 'secret.txt'), 'outside\n');
+    const cases: [string, string, boolean][] = [
+      [join(workspace, 'src', 'notes.md'), 'src/notes.md', true],
+      [join(workspace, 'escape', 'secret.txt'), 'escape/secret.txt', false],
+      // The name says inside, but the handle holds the file outside: a swapped link.
+      [join(outside, 'secret.txt'), 'src/notes.md', false],
+    ];
+    for (const [opened, named, inside] of cases) {
+      const handle = await open(opened, 'r');
+      try {
+        expect({ opened, inside: await openedInside(workspace, handle, named) }).toEqual({ opened, inside });
+      } finally {
+        await handle.close();
+      }
+    }
   });
 });

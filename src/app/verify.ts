@@ -34,7 +34,7 @@ import {
   type SessionEntryInput,
   type WorkSnapshot,
 } from './work.ts';
-import { workspaceChecker } from './workspace-paths.ts';
+import { openedInside, workspaceChecker } from './workspace-paths.ts';
 
 /** A read-only judge of semantic criteria; without one they stay unverified. */
 export type SemanticJudge = (
@@ -139,8 +139,8 @@ async function readFacts(deps: AppDeps, project_id: string, session_id: string):
 async function checkFile(workspace: string | null, path: string, pattern?: string): Promise<Check> {
   if (workspace === null)
     return { verdict: 'unavailable', reason: 'the session has no workspace to check', evidence: [] };
-  if (!workspaceChecker(workspace)(path))
-    return { verdict: 'failed', reason: `${path} is outside the workspace`, evidence: [] };
+  const outside: Check = { verdict: 'failed', reason: `${path} is outside the workspace`, evidence: [] };
+  if (!workspaceChecker(workspace)(path)) return outside;
   const notFile: Check = { verdict: 'failed', reason: `${path} is not a file`, evidence: [] };
   let handle: FileHandle;
   try {
@@ -158,6 +158,9 @@ async function checkFile(workspace: string | null, path: string, pattern?: strin
     return { verdict: 'unknown', reason: `${path} cannot be read (${code ?? 'error'})`, evidence: [] };
   }
   try {
+    // The name was checked before the open; what was opened is checked too, so a link swapped
+    // in between to lead out of the workspace is not read.
+    if (!(await openedInside(workspace, handle, path))) return outside;
     const info = await handle.stat();
     if (!info.isFile()) return notFile;
     if (pattern === undefined)

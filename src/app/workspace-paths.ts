@@ -4,6 +4,7 @@
  * ancestor, so a link pointing out of the workspace cannot smuggle a new file outside it.
  */
 import { realpathSync } from 'node:fs';
+import { readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 
 function within(root: string, path: string): boolean {
@@ -41,4 +42,23 @@ export function workspaceChecker(workspace: string | null): (path: string) => bo
     if (!within(resolve(workspace), lexical)) return false;
     return within(root, realPath(lexical));
   };
+}
+
+/**
+ * Whether a file already open lies inside the workspace, judged by what was opened, not by its
+ * name: a link swapped between a check of the name and the open is caught. Linux names an open
+ * file at /proc/self/fd/N; elsewhere the name's real path must be inside and name the very file
+ * the handle holds (same device and inode).
+ */
+export async function openedInside(workspace: string, handle: FileHandle, path: string): Promise<boolean> {
+  const root = realPath(resolve(workspace));
+  const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  if (opened !== undefined && isAbsolute(opened)) return within(root, opened.replace(/ \(deleted\)$/, ''));
+  try {
+    const named = await realpath(resolve(workspace, path));
+    const [held, found] = await Promise.all([handle.stat(), stat(named)]);
+    return within(root, named) && held.dev === found.dev && held.ino === found.ino;
+  } catch {
+    return false;
+  }
 }
