@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as work from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
+import { workConfigSchema } from '../src/core/work/config.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 
 const main = join(import.meta.dirname, '..', 'src', 'cli', 'main.ts');
@@ -131,5 +132,46 @@ describe('baton work gate as a Stop hook', () => {
     const refused = baton(['work', 'gate', '--session', 'agent-1', '--server', 'http://127.0.0.1:1']);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain("runs on this machine's store and workspace");
+  });
+});
+
+describe('baton work gate on a contract still in draft', () => {
+  it('blocks saying so, then on exhaustion ends the draft unverified and allows on every later call', async () => {
+    const store = await openSqliteStore({ path: database });
+    try {
+      const deps = { store, clock: systemClock, work: workConfigSchema.parse({ confirmation: 'always' }) };
+      await work.startSession(deps, 'acme', { session_id: 'agent-draft', workspace, work_mode: 'managed' });
+      const created = await work.createContract(
+        deps,
+        'acme',
+        {
+          session_id: 'agent-draft',
+          contract_id: 'work-draft',
+          objective: 'write the notes',
+          criteria: [
+            { criterion_id: 'notes', statement: 'notes', kind: { type: 'file_exists', path: 'notes.md' } },
+          ],
+          items: [{ item_id: 'write', title: 'Write the notes', criterion_ids: ['notes'] }],
+        },
+        { type: 'model', id: 'agent' },
+      );
+      expect(created.contract?.status).toBe('draft');
+    } finally {
+      await store.close();
+    }
+    const gate = (...args: string[]) =>
+      baton(['work', 'gate', '--session', 'agent-draft', '--max-blocks', '1', ...args], hookInput);
+    const blocked = gate('--hook');
+    expect(blocked.status).toBe(0);
+    const reason = (JSON.parse(blocked.stdout) as { reason: string }).reason;
+    expect(reason).toContain('the contract is a draft not yet confirmed');
+    // Nothing here is the agent's to do: it is not told to finish items it may not start.
+    expect(reason).not.toContain('Finish the items');
+    expect(reason).toContain('waits for a person');
+    expect(gate('--hook')).toEqual({ status: 0, stdout: '', stderr: '' });
+    for (let call = 1; call <= 2; call += 1) {
+      expect(gate('--hook')).toEqual({ status: 0, stdout: '', stderr: '' });
+      expect(gate()).toEqual({ status: 0, stdout: 'allow (contract unverified)\n', stderr: '' });
+    }
   });
 });

@@ -7,6 +7,7 @@
 import { stopGate, defaultMaxBlocks, maxBlocksLimit } from '../../app/gate.ts';
 import { maxTimeoutMs, verifyWork } from '../../app/verify.ts';
 import { BatonError, isBatonError } from '../../core/errors.ts';
+import { personReasons } from '../../core/work/gate.ts';
 import { common, databaseHelp, text, UsageError, whole, type Command, type Options } from '../command.ts';
 import { appDeps, configHelp, configOption } from '../config.ts';
 import type { Context } from '../context.ts';
@@ -101,8 +102,16 @@ ${databaseHelp}
     const blocked = result?.decision === 'block';
     const reasons = result?.decision === 'block' ? result.reasons.map((reason) => reason.message) : [];
     if (hook) {
-      if (blocked) {
-        const reason = `Baton work gate: the managed work is not verified complete.\n- ${reasons.join('\n- ')}\nFinish the items, move them to ready_for_verification and call work_verify.`;
+      if (result?.decision === 'block') {
+        // Tell the agent what it can do; when only a person can, say so instead of sending it
+        // back to items it may not start.
+        const next =
+          result.status === 'draft' ||
+          result.status === 'awaiting_input' ||
+          result.reasons.every((reason) => personReasons.has(reason.code))
+            ? 'This waits for a person: ask them to confirm, answer or revise the contract.'
+            : 'Finish the items, move them to ready_for_verification and call work_verify.';
+        const reason = `Baton work gate: the managed work is not verified complete.\n- ${reasons.join('\n- ')}\n${next}`;
         context.io.out(`${JSON.stringify({ decision: 'block', reason })}\n`);
       }
       return;

@@ -26,7 +26,8 @@ export type GateReasonCode =
   | 'child_live'
   | 'criterion_unverified'
   | 'evidence_stale'
-  | 'awaiting_input';
+  | 'awaiting_input'
+  | 'awaiting_confirmation';
 
 export interface GateReason {
   readonly code: GateReasonCode;
@@ -54,12 +55,35 @@ const itemReason: Partial<Record<WorkItemStatus, GateReasonCode>> = {
   failed: 'item_failed',
   cancelled: 'item_failed',
   // Only a succeeded required item lets the contract complete (completionBlockers): a skipped
-  // one leaves it unable to, so stopping waits for a person or ends it by exhaustion.
+  // one leaves it unable to, so stopping waits for a revision or ends it by exhaustion.
   skipped: 'item_skipped',
+};
+
+/**
+ * Reasons only a person can clear (confirming, answering or revising the contract); a contract
+ * in draft or awaiting input holds every item back until they do.
+ */
+export const personReasons: ReadonlySet<GateReasonCode> = new Set([
+  'awaiting_confirmation',
+  'awaiting_input',
+  'item_skipped',
+]);
+
+/** What a reason adds for a status nobody can move the item out of. */
+const itemWayForward: Partial<Record<WorkItemStatus, string>> = {
+  skipped: ': the contract cannot complete until a revision makes it optional or drops it',
 };
 
 function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[] {
   const reasons: GateReason[] = [];
+  if (contract.status === 'draft') {
+    // Only confirmation = "always" leaves a contract in draft: nothing starts until a person confirms.
+    reasons.push({
+      code: 'awaiting_confirmation',
+      id: contract.contract_id,
+      message: 'the contract is a draft not yet confirmed: no work starts until a person confirms it',
+    });
+  }
   if (contract.status === 'awaiting_input') {
     reasons.push({
       code: 'awaiting_input',
@@ -83,7 +107,7 @@ function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[]
       reasons.push({
         code,
         id: item.item_id,
-        message: `required item "${item.item_id}" is ${item.status}${blocker}`,
+        message: `required item "${item.item_id}" is ${item.status}${blocker}${itemWayForward[item.status] ?? ''}`,
       });
     }
   }
@@ -131,7 +155,8 @@ export function workGate(projection: WorkProjection | null, live: LiveState): Ga
 
 /**
  * When continuation is exhausted (max turns, stop-guard), the contract ends unverified, or
- * failed when a required criterion failed: never completed. The reason names what was left.
+ * failed when a required criterion failed: never completed, and a draft never confirmed ends
+ * the same way (the runtime may move any live contract to either). The reason names what was left.
  */
 export function exhaustedStatus(
   contract: ContractProjection,
