@@ -86,12 +86,16 @@ export function createContext(
   let binding: Promise<Binding | undefined> | undefined;
   let transport: Promise<Transport> | undefined;
 
-  const where = (): StoreLocation => {
+  /** The database --database or BATON_DATABASE_URL names; undefined for the default. */
+  const named = (): string | undefined => {
     const option = text(values, 'database');
     if (option !== undefined && option.trim() === '') {
       throw new UsageError('--database needs a SQLite file path or a postgres:// URL');
     }
-    const given = option ?? (io.env.BATON_DATABASE_URL?.trim() || undefined);
+    return option ?? (io.env.BATON_DATABASE_URL?.trim() || undefined);
+  };
+  const where = (): StoreLocation => {
+    const given = named();
     return given === undefined
       ? { backend: 'sqlite', path: findDefaultSqlite(cwd) }
       : parseStoreLocation(given);
@@ -116,8 +120,7 @@ export function createContext(
           !existsSync(resolve(cwd, location.path))
         ) {
           // A read (or a typo in --database) must not leave an empty database behind.
-          const defaulted = text(values, 'database') === undefined && !io.env.BATON_DATABASE_URL?.trim();
-          const above = defaulted ? sqliteAbove(cwd) : undefined;
+          const above = named() === undefined ? sqliteAbove(cwd) : undefined;
           throw new BatonError(
             'not_found',
             `no Baton database at ${location.path}: create it with baton init, or name yours with --database` +
