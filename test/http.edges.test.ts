@@ -3,8 +3,10 @@ import { connect, createServer, type Socket } from 'node:net';
 import type { ConnectionError, FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerClientError, errorEnvelopeSchema } from '../src/http/errors.ts';
-import { rawRequest, startHarness, type HttpHarness } from './helpers/http.ts';
+import { buildApp } from '../src/http/server.ts';
+import { project_id, rawRequest, startHarness, type HttpHarness } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
+import { contractBody, openSse } from './helpers/work-surface.ts';
 
 interface SocketReply {
   readonly status: number;
@@ -263,6 +265,83 @@ describe('edges of the HTTP surface', () => {
       await sendBytes(h.port, 'NOT A REQUEST\r\n\r\n');
       expect((await send('/healthz')).status).toBe(200);
     });
+  });
+});
+
+describe('a request that arrives too slowly', () => {
+  let h: HttpHarness;
+
+  beforeAll(async () => {
+    h = await startHarness(backends[0]!, { requestTimeoutMs: 300 });
+  });
+  afterAll(() => h.dispose());
+
+  /** The connection is answered 408 in the error envelope and closed, within the test's 5 s. */
+  async function expectTimedOut(bytes: string): Promise<void> {
+    const reply = await sendBytes(h.port, bytes);
+    expect(reply.status, reply.text).toBe(408);
+    expect(reply.headers.connection).toBe('close');
+    const body = errorEnvelopeSchema.parse(JSON.parse(reply.text));
+    expect(body.error.code).toBe('invalid_input');
+    expect(reply.text).not.toContain(h.tokens.writer);
+  }
+
+  it('408 for a body that stops short of its length, writing nothing', async () => {
+    const body = JSON.stringify({ scope_id: 'slow', source_id: 'trickled', content: 'never finished' });
+    await expectTimedOut(
+      `POST /v1/work/sources/capture HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\n` +
+        `authorization: Bearer ${h.tokens.writer}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    );
+    const streams = await h.deps.store.listStreams(project_id);
+    expect(streams.map((info) => info.stream)).not.toContainEqual(
+      expect.objectContaining({ scope_id: 'slow' }),
+    );
+  });
+
+  it('408 for headers that never end', async () => {
+    await expectTimedOut(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\nX-Slow: a`);
+  });
+
+  it('serves a request that arrives in time on the same server', async () => {
+    const reply = await rawRequest({
+      port: h.port,
+      method: 'GET',
+      path: '/healthz',
+      headers: { host: `127.0.0.1:${h.port}` },
+    });
+    expect(reply.status).toBe(200);
+  });
+
+  it('does not bound an answer: an event stream stays open past the request timeout', async () => {
+    expect((await h.call('POST', '/v1/sessions', { body: { session_id: 'slow-s' } })).status).toBe(200);
+    const stream = await openSse(h.url, '/v1/sessions/slow-s/events', {
+      authorization: `Bearer ${h.tokens.writer}`,
+    });
+    try {
+      expect(stream.status).toBe(200);
+      const ended = await Promise.race([
+        stream.ended.then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1_500)),
+      ]);
+      expect(ended).toBe(false);
+      expect(
+        (await h.call('POST', '/v1/sessions/slow-s/work/contracts', { body: contractBody })).status,
+      ).toBe(200);
+      expect((await stream.take(1)).length).toBe(1);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('bounds every request by default: 30 s to arrive whole, headers included', async () => {
+    const app = await buildApp({ deps: h.deps, logger: false });
+    try {
+      expect(app.server.requestTimeout).toBe(30_000);
+      expect(app.server.headersTimeout).toBe(30_000);
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -36,10 +36,17 @@ export interface ServeOptions {
    * the listening port): the names clients use when the server listens beyond loopback.
    */
   allowedHosts?: readonly string[];
+  /**
+   * Milliseconds a request has to arrive whole, headers and body (default 30,000). A slower one
+   * is answered 408 and its connection closed, so that clients trickling bytes cannot hold
+   * connections and buffers open for ever. Answers (event streams included) are not bounded.
+   */
+  requestTimeoutMs?: number;
 }
 
 export const defaultHost = '127.0.0.1';
 export const defaultPort = 4680;
+export const defaultRequestTimeoutMs = 30_000;
 
 /**
  * Graceful close: a request in flight finishes, and its connection then closes instead of
@@ -63,16 +70,30 @@ function closeGracefully(app: FastifyInstance): void {
 export async function buildApp(options: ServeOptions): Promise<FastifyInstance> {
   const { deps } = options;
   const host = options.host ?? defaultHost;
+  const requestTimeout = options.requestTimeoutMs ?? defaultRequestTimeoutMs;
+  if (!Number.isSafeInteger(requestTimeout) || requestTimeout < 1) {
+    throw new RangeError(
+      `requestTimeoutMs must be a positive whole number of milliseconds, not ${requestTimeout}`,
+    );
+  }
   const app = Fastify({
     logger: loggerOptions(options.logger),
     bodyLimit,
+    // Fastify's default is no limit at all; Node answers a late request 408 (see answerClientError).
+    requestTimeout,
     forceCloseConnections: 'idle',
     // A path parameter is a session or item id of up to 200 characters, each of which may be
     // percent-encoded into three: past Fastify's default of 100, a valid id would be a 404.
     routerOptions: { maxParamLength: 3 * 200 },
     return503OnClosing: false,
     // Node would answer a request without Host with an empty 400; the Host guard answers it instead.
-    http: { requireHostHeader: false },
+    // Headers get the same bound as the whole request (Node's own is 60 s), and Node looks for
+    // late requests every second rather than every 30 s, so a bound is kept to within a second.
+    http: {
+      requireHostHeader: false,
+      headersTimeout: requestTimeout,
+      connectionsCheckingInterval: Math.min(1_000, requestTimeout),
+    },
     // Requests Node's parser refuses (headers too large, a bad request line) get the one error shape.
     clientErrorHandler: answerClientError,
     // Errors Fastify raises before routing (a malformed URL) get the one error shape too.
