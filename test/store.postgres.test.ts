@@ -56,3 +56,50 @@ describe.skipIf(!postgresUrl)('PostgreSQL schema selection', () => {
     }
   });
 });
+
+describe.skipIf(!postgresUrl)('PostgreSQL change notifications', () => {
+  it('keeps telling subscribers after its notification connection breaks, reconnecting by itself', async () => {
+    const schema = freshSchemaName();
+    const writer = await openPostgresStore({ url: postgresUrl!, schema });
+    const reader = await openPostgresStore({ url: postgresUrl!, schema });
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    try {
+      await writer.createProject('acme');
+      const heads: number[] = [];
+      const unsubscribe = await reader.subscribe(({ stream, head }) => {
+        if (stream.kind === 'session' && stream.session_id === 'live') heads.push(head);
+      });
+      const session = { project_id: 'acme', kind: 'session', session_id: 'live' } as const;
+      await writer.append(session, [{ type: 'user_message', content: 'before' }]);
+      await expect.poll(() => heads, { timeout: 5_000 }).toEqual([1]);
+
+      // The notification connections of this schema's stores, and only those: other test files
+      // share the server.
+      const ended = await admin.query<{ ended: boolean }>(
+        'SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = $1',
+        [`baton-listen ${schema}`],
+      );
+      expect(ended.rows.length).toBeGreaterThanOrEqual(1);
+
+      // Appends go on; once the reader has reconnected, their heads reach its subscriber again.
+      let head = 1;
+      await expect
+        .poll(
+          async () => {
+            head = (await writer.append(session, [{ type: 'user_message', content: `after ${head}` }]))[0]!
+              .position;
+            return heads.includes(head);
+          },
+          { timeout: 10_000, interval: 200 },
+        )
+        .toBe(true);
+      await unsubscribe();
+    } finally {
+      await admin.end();
+      await reader.close();
+      await writer.close();
+      await dropSchema(schema);
+    }
+  });
+});

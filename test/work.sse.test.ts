@@ -9,7 +9,10 @@
 import cookie from '@fastify/cookie';
 import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { WorkSnapshot } from '../src/app/work.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createContract, type WorkSnapshot } from '../src/app/work.ts';
 import type { JsonValue } from '../src/core/json.ts';
 import { liveEventName } from '../src/core/work/live.ts';
 import { workEventSchema } from '../src/core/work/model.ts';
@@ -18,6 +21,8 @@ import { installErrorHandling } from '../src/http/errors.ts';
 import { startServer } from '../src/http/server.ts';
 import { registerWorkRoutes } from '../src/http/work-routes.ts';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { openThreadedSqliteStore } from '../src/store/sqlite/threaded-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { callServer, project_id, seedTokens, startHarness, type HttpHarness } from './helpers/http.ts';
 import { dropSchema, freshSchemaName, postgresUrl } from './helpers/postgres.ts';
@@ -233,18 +238,32 @@ for (const backend of backends) {
   });
 }
 
+/**
+ * Only the work routes, with a short heartbeat, on a store seeded with tokens; a session s1
+ * exists, and a stream of its events is open.
+ */
+async function heartbeatServer(store: Store, heartbeatMs: number) {
+  const { deps, tokens } = await seedTokens(store);
+  const app = Fastify({ logger: false });
+  installErrorHandling(app);
+  await app.register(cookie);
+  registerWorkRoutes(app, deps, { heartbeatMs });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    await callServer(url, tokens.writer, 'POST', '/v1/sessions', { body: { session_id: 's1' } });
+    const stream = await openSse(url, events, { authorization: `Bearer ${tokens.writer}` });
+    return { app, deps, stream };
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+}
+
 describe('work event heartbeat', () => {
   it('sends a heartbeat comment while nothing happens', async () => {
     const opened = await backends[0]!.open();
-    const { deps, tokens } = await seedTokens(opened.store);
-    const app = Fastify({ logger: false });
-    installErrorHandling(app);
-    await app.register(cookie);
-    registerWorkRoutes(app, deps, { heartbeatMs: 50 });
-    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    const { app, stream } = await heartbeatServer(opened.store, 50);
     try {
-      await callServer(url, tokens.writer, 'POST', '/v1/sessions', { body: { session_id: 's1' } });
-      const stream = await openSse(url, events, { authorization: `Bearer ${tokens.writer}` });
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(stream.comments[0]).toBe('connected');
       expect(stream.comments.filter((comment) => comment === 'heartbeat').length).toBeGreaterThanOrEqual(2);
@@ -253,6 +272,36 @@ describe('work event heartbeat', () => {
     } finally {
       await app.close();
       await opened.dispose();
+    }
+  });
+});
+
+describe('work events written by another process', () => {
+  it('reach an open stream on its next heartbeat, though no notification crosses processes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-sse-other-'));
+    const path = join(dir, 'baton.db');
+    const served = await openThreadedSqliteStore({ path });
+    // Another connection to the same file, as `baton work …` run locally while a server runs:
+    // its commits tell only its own listeners.
+    const other = await openSqliteStore({ path });
+    const { app, deps, stream } = await heartbeatServer(served, 100);
+    try {
+      const local = { type: 'human', id: 'local' } as const;
+      await createContract(
+        { ...deps, store: other },
+        project_id,
+        { ...contractBody, session_id: 's1' },
+        local,
+      );
+      const received = await stream.take(2, 3_000);
+      expect(received.map((event) => event.event)).toEqual(['WorkContractCreated', 'WorkNeedsInput']);
+      expect(received.map((event) => Number(event.id))).toEqual(await workPositions(other));
+      stream.close();
+    } finally {
+      await app.close();
+      await other.close();
+      await served.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

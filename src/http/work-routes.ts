@@ -18,7 +18,7 @@ import { liveEventName } from '../core/work/live.ts';
 import { workEventSchema, type Actor } from '../core/work/model.ts';
 import { guard, requestPrincipal } from './auth.ts';
 import { refuseUnknownQuery } from './query.ts';
-import { eventStreams, type EventStream, type EventStreams, type SseFrame } from './sse.ts';
+import { eventStreams, heartbeatMs, type EventStream, type EventStreams, type SseFrame } from './sse.ts';
 import { mergeParams, workEndpoints, type WorkEndpoint, type WorkParam } from './work-api.ts';
 
 export const eventsPath = '/v1/sessions/:session_id/events';
@@ -113,7 +113,13 @@ function follow(deps: AppDeps, project_id: string, session_id: string, after: nu
   };
 }
 
-function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStreams): void {
+/**
+ * The events route. Besides each notification, a stream re-reads from its position every
+ * `catchUpMs` (the heartbeat): a notification can be missed (another process wrote to the same
+ * SQLite file, or PostgreSQL's LISTEN connection was lost and reconnected), and the stream then
+ * catches up within one heartbeat instead of falling silent.
+ */
+function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStreams, catchUpMs: number): void {
   app.get(
     eventsPath,
     { onRequest: guard(app, deps, 'read') },
@@ -153,7 +159,12 @@ function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStrea
           run();
       });
       const events = streams.open(reply);
-      events.onEnd(() => void unsubscribe());
+      const catchUp = setInterval(run, catchUpMs);
+      catchUp.unref();
+      events.onEnd(() => {
+        clearInterval(catchUp);
+        void unsubscribe();
+      });
       live.follower = follow(deps, project_id, session_id, after, events);
       run();
       return reply;
@@ -169,5 +180,5 @@ export function registerWorkRoutes(
 ): void {
   const streams = eventStreams(app, options);
   for (const endpoint of workEndpoints) registerEndpoint(app, deps, endpoint);
-  registerEvents(app, deps, streams);
+  registerEvents(app, deps, streams, options.heartbeatMs ?? heartbeatMs);
 }

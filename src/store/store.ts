@@ -74,6 +74,9 @@ export interface Store {
    * Be told, after each commit that appended to a stream, its new head. SQLite tells the
    * listeners of this process; PostgreSQL tells every process's listeners (LISTEN/NOTIFY).
    * A listener may be told of a change it has seen; readers re-read from their own position.
+   * It is not told of every change: not of another process's SQLite commits, nor of commits
+   * made while PostgreSQL's LISTEN connection reconnects. A reader that must not fall behind
+   * also re-reads now and then (the event stream does on each heartbeat).
    */
   subscribe(listener: StreamListener): Promise<() => Promise<void>>;
   /** Capture one source on a scope stream; idempotent by source_id and digest. */

@@ -217,6 +217,11 @@ export class PostgresStore implements Store {
   readonly #config: ClientConfig;
   readonly #listeners = new Set<StreamListener>();
   #listening: Promise<Client> | undefined;
+  /** The connection that LISTENs now, once connected; its loss is noticed by identity. */
+  #listener: Client | undefined;
+  /** A reconnection of the LISTEN connection waiting for its turn, and the wait before the next. */
+  #relisten: NodeJS.Timeout | undefined;
+  #relistenDelayMs = 0;
   #schema: string | undefined;
   #closed: Promise<void> | undefined;
 
@@ -595,36 +600,88 @@ export class PostgresStore implements Store {
     };
   }
 
-  /** One dedicated connection per store LISTENs; each notification of this schema reaches every listener. */
+  /**
+   * One dedicated connection per store LISTENs; each notification of this schema reaches every
+   * listener. It shows in pg_stat_activity as `baton-listen <schema>`.
+   */
   async #listen(): Promise<Client> {
     const client = new Client(this.#config);
-    client.on('error', () => {
-      // The connection broke: the next subscribe opens another; readers catch up from positions.
-      this.#listening = undefined;
-    });
-    await client.connect();
-    const { rows } = await client.query<{ schema: string }>('SELECT current_schema() AS schema');
-    const schema = rows[0]!.schema;
-    client.on('notification', (message) => {
-      if (message.channel !== notifyChannel || !message.payload) return;
-      let change: { schema: string; project_id: string; kind: string; name: string; head: number };
-      try {
-        change = JSON.parse(message.payload) as typeof change;
-      } catch {
-        return;
-      }
-      if (change.schema !== schema || (change.kind !== 'scope' && change.kind !== 'session')) return;
-      const stream = streamKey(change.project_id, change.kind, change.name);
-      for (const listener of this.#listeners) {
+    client.on('error', () => this.#lost(client));
+    client.on('end', () => this.#lost(client));
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ schema: string }>('SELECT current_schema() AS schema');
+      const schema = rows[0]!.schema;
+      await client.query("SELECT set_config('application_name', $1, false)", [
+        `baton-listen ${schema}`.slice(0, 63),
+      ]);
+      client.on('notification', (message) => {
+        if (message.channel !== notifyChannel || !message.payload) return;
+        let change: { schema: string; project_id: string; kind: string; name: string; head: number };
         try {
-          listener({ stream, head: change.head });
+          change = JSON.parse(message.payload) as typeof change;
         } catch {
-          // A listener's failure is its own.
+          return;
         }
-      }
-    });
-    await client.query(`LISTEN ${notifyChannel}`);
+        if (change.schema !== schema || (change.kind !== 'scope' && change.kind !== 'session')) return;
+        const stream = streamKey(change.project_id, change.kind, change.name);
+        for (const listener of this.#listeners) {
+          try {
+            listener({ stream, head: change.head });
+          } catch {
+            // A listener's failure is its own.
+          }
+        }
+      });
+      await client.query(`LISTEN ${notifyChannel}`);
+    } catch (error) {
+      client.removeAllListeners('end');
+      client.removeAllListeners('error');
+      client.on('error', () => {});
+      await client.end().catch(() => {});
+      throw error;
+    }
+    if (this.#closed) {
+      await client.end().catch(() => {});
+      throw new BatonError('unavailable', 'this store is closed', { backend: 'postgres' });
+    }
+    this.#listener = client;
     return client;
+  }
+
+  /**
+   * The LISTEN connection broke (the server restarted, or an administrator ended it). While
+   * anyone listens, open another: at once, then backing off to one try every 5 s while the
+   * server stays away. Appends committed meanwhile are not told; readers catch up from their
+   * own positions (the event stream re-reads on its heartbeat).
+   */
+  #lost(client: Client): void {
+    if (this.#listener !== client) return;
+    this.#listener = undefined;
+    this.#listening = undefined;
+    client.removeAllListeners('notification');
+    void client.end().catch(() => {});
+    this.#scheduleRelisten();
+  }
+
+  #scheduleRelisten(): void {
+    if (this.#closed || this.#relisten || this.#listeners.size === 0) return;
+    const delay = this.#relistenDelayMs;
+    this.#relistenDelayMs = Math.min(5_000, Math.max(100, delay * 2));
+    this.#relisten = setTimeout(() => {
+      this.#relisten = undefined;
+      if (this.#closed || this.#listeners.size === 0) return;
+      (this.#listening ??= this.#listen()).then(
+        () => {
+          this.#relistenDelayMs = 0;
+        },
+        () => {
+          this.#listening = undefined;
+          this.#scheduleRelisten();
+        },
+      );
+    }, delay);
+    this.#relisten.unref();
   }
 
   async captureSource(scope: ScopeKey, source: SourceInput): Promise<SourceReceipt> {
@@ -1001,6 +1058,9 @@ export class PostgresStore implements Store {
     this.#closed ??= (async () => {
       const listening = this.#listening;
       this.#listening = undefined;
+      this.#listener = undefined;
+      clearTimeout(this.#relisten);
+      this.#relisten = undefined;
       this.#listeners.clear();
       if (listening) await listening.then((client) => client.end()).catch(() => {});
       await this.#pool.end();
