@@ -7,6 +7,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -180,6 +181,26 @@ describe('baton CLI with a server', () => {
         expect(failed.stderr).not.toMatch(/\n\s+at /);
       }
     }
+  });
+
+  it('says what to do when it cannot listen: a port in use, an address this machine does not have', async () => {
+    const taken = createNetServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const inUse = await tree.baton(['serve', '--port', String(port)]);
+      expect(inUse.code).toBe(1);
+      expect(inUse.stderr).toContain(`127.0.0.1:${port} is in use by another program`);
+      expect(inUse.stderr).toContain('--port 0');
+      expect(inUse.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+    // 192.0.2.0/24 is reserved for documentation: no machine has it.
+    const foreign = await tree.baton(['serve', '--host', '192.0.2.1', '--port', '0']);
+    expect(foreign.code).toBe(1);
+    expect(foreign.stderr).toContain('this machine has no address 192.0.2.1');
+    expect(foreign.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('after losing a commit race, says to read the new revision and hand off again, not to retry', async () => {

@@ -142,19 +142,53 @@ function warnBeyondLoopback(app: FastifyInstance, host: string, url: string, log
   else process.stderr.write(`warning: ${message}\n`);
 }
 
+/** Why the server cannot listen, as a BatonError that says what to do; other errors as they are. */
+function cannotListen(error: unknown, host: string, port: number): unknown {
+  switch ((error as { code?: unknown }).code) {
+    case 'EADDRINUSE':
+      return new BatonError(
+        'unavailable',
+        `${hostWithPort(host, port)} is in use by another program (another baton serve?): stop it, or choose ` +
+          'another port (--port; --port 0 picks a free one)',
+        { host, port },
+      );
+    case 'EADDRNOTAVAIL':
+      return new BatonError(
+        'invalid_input',
+        `this machine has no address ${host}: listen on 127.0.0.1 (this machine only), 0.0.0.0 (every ` +
+          'interface) or one of its own addresses',
+        { host },
+      );
+    case 'EACCES':
+      return new BatonError(
+        'invalid_input',
+        `listening on port ${port} needs privileges this process does not have: choose a port above 1023`,
+        { host, port },
+      );
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new BatonError('invalid_input', `the host name ${host} cannot be resolved to an address`, {
+        host,
+      });
+    default:
+      return error;
+  }
+}
+
 export async function startServer(
   options: ServeOptions,
 ): Promise<{ url: string; app: FastifyInstance; close(): Promise<void> }> {
   const app = await buildApp(options);
   const host = options.host ?? defaultHost;
+  const port = options.port ?? defaultPort;
   try {
-    await app.listen({ host, port: options.port ?? defaultPort });
+    await app.listen({ host, port });
   } catch (error) {
     await app.close();
-    throw error;
+    throw cannotListen(error, host, port);
   }
-  const { port } = app.server.address() as AddressInfo;
-  const url = `http://${hostWithPort(['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host, port)}`;
+  const bound = (app.server.address() as AddressInfo).port;
+  const url = `http://${hostWithPort(['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host, bound)}`;
   if (!isLoopback(host)) warnBeyondLoopback(app, host, url, options.logger !== false);
   return { url, app, close: () => app.close() };
 }
