@@ -274,6 +274,30 @@ describe('baton CLI in a Git work tree', () => {
     expect(stale.stderr).toContain('precondition_failed');
   });
 
+  it('never passes control sequences from stored text to the terminal, and keeps them exact in --json', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    // Colour, a clipboard write (OSC 52), a C1 CSI, a carriage return that hides what came
+    // before it, and a right-to-left override: what an agent could put in a handoff for a person.
+    const hostile =
+      'Deploy \u001b[31mnow\u001b[0m \u001b]52;c;cm0gLXJmIH4=\u0007\u009b2J safe\rdone \u202eevil';
+    const committed = parsed<HandoffJson>(await tree.baton(['handoff', hostile, '--json']));
+    expect(committed.revision.revision).toBe(1);
+    // eslint-disable-next-line no-control-regex -- the control characters that must not reach the terminal
+    const controls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+    for (const args of [['report'], ['continue'], ['handoff', hostile, '--no-commit']]) {
+      const shown = ok(await tree.baton(args));
+      expect(shown.stdout, args.join(' ')).not.toMatch(controls);
+      expect(shown.stdout).toContain('Deploy \\u001b[31mnow');
+      expect(shown.stdout).toContain('\\u202eevil');
+    }
+    const json = parsed<{ next_action: { text: string } }>(await tree.baton(['continue', '--json']));
+    expect(JSON.stringify(json)).toContain('Deploy');
+    const raw = ok(await tree.baton(['continue', '--json'])).stdout;
+    expect(raw).not.toMatch(controls);
+    expect(JSON.stringify(JSON.parse(raw))).toContain(JSON.stringify(hostile).slice(1, -1));
+  });
+
   it('records contracts and needs-clarification, and reviews experience', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['bind', 'w']));

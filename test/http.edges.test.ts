@@ -3,6 +3,8 @@ import { connect, createServer, type Socket } from 'node:net';
 import type { ConnectionError, FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerClientError, errorEnvelopeSchema } from '../src/http/errors.ts';
+import { handoffCurrentWork } from '../src/app/continuity.ts';
+import { commitHandoff } from '../src/app/handoffs.ts';
 import { buildApp } from '../src/http/server.ts';
 import { project_id, rawRequest, startHarness, type HttpHarness } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
@@ -215,6 +217,41 @@ describe('edges of the HTTP surface', () => {
       });
       expect(reply.headers.vary).toMatch(/accept/i);
     }
+  });
+
+  it('shows control sequences in stored text as escapes in the Markdown view, and keeps them in JSON', async () => {
+    const hostile = 'Deploy \u001b[31mnow\u001b[0m \u001b]52;c;cm0gLXJmIH4=\u0007 safe\rdone \u202eevil';
+    const prepared = await handoffCurrentWork(h.deps, {
+      project_id,
+      scope_id: 'hostile',
+      source_id: 'hostile-boundary',
+      objective: hostile,
+      current_state: [],
+      disposition: 'continue',
+      next_action: { text: hostile, basis: 'declared' },
+    });
+    await commitHandoff(h.deps, {
+      project_id,
+      scope_id: 'hostile',
+      prepared: prepared.digest,
+      expected_head: 0,
+    });
+    const markdown = await rawRequest({
+      port: h.port,
+      method: 'GET',
+      path: '/v1/work/report?scope_id=hostile&format=markdown',
+      headers: {
+        host: `127.0.0.1:${h.port}`,
+        authorization: `Bearer ${h.tokens.writer}`,
+        accept: 'text/markdown',
+      },
+    });
+    expect(markdown.status).toBe(200);
+    // eslint-disable-next-line no-control-regex -- the control characters a terminal would act on
+    expect(markdown.text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+    expect(markdown.text).toContain('Deploy \\u001b[31mnow');
+    const json = await send('/v1/work/report?scope_id=hostile');
+    expect(JSON.stringify(JSON.parse(json.text))).toContain(JSON.stringify(hostile).slice(1, -1));
   });
 
   it('does not echo the body back in a JSON syntax error', async () => {

@@ -4,6 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppDeps } from '../src/app/deps.ts';
+import { BatonError } from '../src/core/errors.ts';
 import { startServer } from '../src/http/server.ts';
 import { callServer, inputs, seedTokens, type Tokens } from './helpers/http.ts';
 import { backends, withOverrides, type OpenedStore } from './helpers/stores.ts';
@@ -69,7 +70,13 @@ describe('server lifecycle', () => {
     try {
       expect(write.mock.calls.map((call) => String(call[0])).join('')).not.toContain('beyond this machine');
       const port = Number(new URL(first.url).port);
-      await expect(startServer({ deps, port, logger: false })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+      const taken = await startServer({ deps, port, logger: false }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(taken).toBeInstanceOf(BatonError);
+      expect(taken).toMatchObject({ code: 'unavailable', data: { host: '127.0.0.1', port } });
+      expect((taken as BatonError).message).toContain(`127.0.0.1:${port} is in use by another program`);
     } finally {
       write.mockRestore();
       await first.close();

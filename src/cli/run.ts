@@ -23,6 +23,7 @@ import { recordCommands } from './commands/records.ts';
 import { gateCommands } from './commands/work-gate.ts';
 import { sessionCommands, workCommands as managedWorkCommands } from './commands/work.ts';
 import { createContext } from './context.ts';
+import { visibleControls } from '../core/text.ts';
 
 export { UsageError, defaultProject, type Io } from './command.ts';
 
@@ -215,8 +216,17 @@ function findCommand(words: readonly string[]): string | undefined {
   return commands[words[0]!] ? words[0] : undefined;
 }
 
-/** Run the CLI with argv (without node and the script); returns the exit code. */
-export async function run(argv: readonly string[], io: Io): Promise<number> {
+/**
+ * Run the CLI with argv (without node and the script); returns the exit code. Everything it
+ * writes passes visibleControls: stored text (an agent's handoff, a server's message) never
+ * reaches the terminal as control sequences, and JSON output stays the same JSON.
+ */
+export async function run(argv: readonly string[], terminal: Io): Promise<number> {
+  const io: Io = {
+    ...terminal,
+    out: (text) => terminal.out(visibleControls(text)),
+    err: (text) => terminal.err(visibleControls(text)),
+  };
   // `baton help work show` is `baton work show --help`.
   const words = argv[0] === 'help' && argv.length > 1 ? [...argv.slice(1), '--help'] : [...argv];
   if (words.length === 0 || words[0] === '--help' || words[0] === '-h' || words[0] === 'help') {

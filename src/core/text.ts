@@ -1,4 +1,4 @@
-/** Cutting text for display without breaking a character. */
+/** Text for display: cut without breaking a character, shown without acting on a terminal. */
 
 /**
  * The first `length` UTF-16 units of text, one fewer when the cut would fall between the two
@@ -8,4 +8,23 @@ export function prefix(text: string, length: number): string {
   const cut = text.slice(0, Math.max(0, length));
   const last = cut.charCodeAt(cut.length - 1);
   return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
+}
+
+/**
+ * Control characters (C0 but tab and line feed, DEL, C1) and the bidirectional embeddings,
+ * overrides and isolates: what a terminal would act on (colour, cursor moves, a clipboard write,
+ * a carriage return over the line) or what reorders what a reader sees (Trojan Source).
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const hidden = /\r\n|[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text as a terminal may show it: each character above written as its JSON escape (`\u001b`),
+ * a CRLF as a line feed. On JSON text it is lossless: those characters only occur inside
+ * strings there, and the escape is the JSON escape of the same character.
+ */
+export function visibleControls(text: string): string {
+  return text.replace(hidden, (found) =>
+    found === '\r\n' ? '\n' : `\\u${found.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

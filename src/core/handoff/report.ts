@@ -7,6 +7,7 @@ import type { Digest } from '../canonical.ts';
 import type { WorkContinuity } from '../continuity/projection.ts';
 import type { Revision } from '../ledger/revision.ts';
 import type { Disposition, PreparedHandoff } from './prepared.ts';
+import { visibleControls } from '../text.ts';
 
 export const reportRevisionLimit = 20;
 
@@ -77,8 +78,8 @@ function cites(citations: readonly { source_id: string }[]): string {
     : ` _(cites ${citations.map((c) => `\`${inline(c.source_id)}\``).join(', ')})_`;
 }
 
-/** The human view of one workstream: next action and omissions first, impossible to miss. */
-export function workstreamMarkdown(report: WorkstreamReport): string {
+/** workstreamMarkdown before its stored text is made safe to show. */
+function workstreamLines(report: WorkstreamReport): string {
   const lines: string[] = [];
   const current = report.current;
   if (!current) {
@@ -170,6 +171,15 @@ export function workstreamMarkdown(report: WorkstreamReport): string {
     '',
   );
   return lines.join('\n');
+}
+
+/**
+ * The human view of one workstream: next action and omissions first, impossible to miss. Stored
+ * text is shown, never acted on: control characters and bidirectional overrides become escapes
+ * (visibleControls), so a handoff cannot drive the terminal or reorder what its reader sees.
+ */
+export function workstreamMarkdown(report: WorkstreamReport): string {
+  return visibleControls(workstreamLines(report));
 }
 
 export function reportMarkdown(report: HandoffReport): string {
