@@ -163,6 +163,30 @@ describe('baton CLI', () => {
     }
   });
 
+  it('prints its version with --version, and names the closest command for a mistyped one', async () => {
+    const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../package.json'), 'utf8')) as {
+      version: string;
+    };
+    for (const flag of ['--version', '-v', 'version']) {
+      const shown = await baton(flag);
+      expect({ flag, code: shown.code, stdout: shown.stdout }).toEqual({
+        flag,
+        code: 0,
+        stdout: `baton ${version} (HTTP API v1, Node ${process.version})\n`,
+      });
+    }
+    const typo = await baton('hnadoff', 'Ship it');
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toBe(
+      'baton: unknown command "hnadoff"; did you mean baton handoff?\nbaton --help lists the commands\n',
+    );
+    const grouped = await baton('wrok', 'show');
+    expect(grouped.stderr).toContain('did you mean baton work?');
+    const unknown = await baton('frobnicate');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe('baton: unknown command "frobnicate"\nbaton --help lists the commands\n');
+  });
+
   it('reaches every registry operation through some command', () => {
     const called = new Set(Object.values(commands).flatMap((command) => command.operations ?? []));
     const named = (operationId: string) =>

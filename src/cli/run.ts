@@ -3,6 +3,7 @@
  * stdout (JSON with --json), progress and errors to stderr. Exit codes: 0 ok, 1 the operation
  * refused or failed (a BatonError), 2 a usage error (including an unnamed workstream).
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BatonError } from '../core/errors.ts';
 import {
@@ -23,6 +24,7 @@ import { recordCommands } from './commands/records.ts';
 import { gateCommands } from './commands/work-gate.ts';
 import { sessionCommands, workCommands as managedWorkCommands } from './commands/work.ts';
 import { createContext } from './context.ts';
+import { batonApiVersion } from '../core/api.ts';
 import { visibleControls } from '../core/text.ts';
 
 export { UsageError, defaultProject, type Io } from './command.ts';
@@ -203,6 +205,45 @@ function refuseRepeated(tokens: readonly { kind: string; name?: string }[], opti
   }
 }
 
+/** This Baton's version line: the package's version, the HTTP API's, and Node's. */
+function versionLine(): string {
+  // src/cli or dist/cli: the package's own package.json is two folders up either way.
+  const packageJson = new URL('../../package.json', import.meta.url);
+  const { version } = JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string };
+  return `baton ${version} (HTTP API ${batonApiVersion}, Node ${process.version})\n`;
+}
+
+/**
+ * Edits (insert, delete, replace, swap two neighbours) from a to b: the optimal string
+ * alignment distance, enough to tell "hnadoff" from "handoff".
+ */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i += 1) {
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      }
+      rows[i]![j] = best;
+    }
+  }
+  return rows[a.length]![b.length]!;
+}
+
+/** The command word closest to a mistyped one, when it is close enough to be the one meant. */
+function closestCommand(word: string): string | undefined {
+  const words = [...new Set(Object.keys(commands).map((name) => name.split(' ')[0]!))];
+  const ranked = words
+    .map((candidate) => ({ candidate, distance: editDistance(word.toLowerCase(), candidate) }))
+    .sort((x, y) => x.distance - y.distance);
+  const best = ranked[0];
+  return best && best.distance <= Math.min(2, Math.floor(word.length / 2)) ? best.candidate : undefined;
+}
+
 /** `baton work --help`: the commands of a group, each with its summary. */
 function groupHelp(group: string, names: readonly string[]): string {
   const width = Math.max(...names.map((name) => name.length)) + 'baton '.length + 2;
@@ -233,6 +274,10 @@ export async function run(argv: readonly string[], terminal: Io): Promise<number
     io.out(overview());
     return words.length === 0 ? 2 : 0;
   }
+  if (words[0] === '--version' || words[0] === '-v' || words[0] === 'version') {
+    io.out(versionLine());
+    return 0;
+  }
   const name = findCommand(words);
   if (name === undefined) {
     const group = Object.keys(commands).filter((candidate) => candidate.startsWith(`${words[0]} `));
@@ -240,10 +285,16 @@ export async function run(argv: readonly string[], terminal: Io): Promise<number
       io.out(groupHelp(words[0]!, group));
       return 0;
     }
+    if (group.length > 0) {
+      io.err(
+        `baton ${words[0]}: name one of: ${group.map((candidate) => `baton ${candidate}`).join(', ')}\n`,
+      );
+      return 2;
+    }
+    const closest = closestCommand(words[0]!);
     io.err(
-      group.length > 0
-        ? `baton ${words[0]}: name one of: ${group.map((candidate) => `baton ${candidate}`).join(', ')}\n`
-        : `baton: unknown command ${JSON.stringify(words[0])}\n\n${overview()}`,
+      `baton: unknown command ${JSON.stringify(words[0])}${closest ? `; did you mean baton ${closest}?` : ''}\n` +
+        'baton --help lists the commands\n',
     );
     return 2;
   }
