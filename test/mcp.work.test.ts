@@ -140,9 +140,25 @@ describe('managed work over MCP (stdio)', () => {
     expect(gated.gate.decision).toBe('block');
 
     expect((await move('ready_for_verification')).isError).toBeFalsy();
-    const failed = await good<{ contract_status: string; verdicts: { verdict: string }[] }>('work_verify', {
-      session_id,
+    // A client that asks for progress hears of each criterion as it starts (and may keep its
+    // request timeout alive with it: a shell criterion can run for a minute).
+    const progress: { progress: number; total?: number; message?: string }[] = [];
+    const verifying = await client.callTool({ name: 'work_verify', arguments: { session_id } }, undefined, {
+      onprogress: (update) => progress.push(update),
     });
+    transcript.push(JSON.stringify(verifying));
+    const failed = verifying.structuredContent as {
+      contract_status: string;
+      verdicts: { verdict: string }[];
+    };
+    expect(verifying.isError).toBeFalsy();
+    expect(progress.map(({ progress: done, total }) => ({ done, total }))).toEqual([
+      { done: 0, total: 2 },
+      { done: 1, total: 2 },
+    ]);
+    progress.forEach(({ message }, at) =>
+      expect(message).toMatch(new RegExp(`^checking ${at + 1}/2: \\S+ \\(\\w+\\)$`)),
+    );
     expect(failed.contract_status).toBe('active');
     expect(failed.verdicts.map((verdict) => verdict.verdict)).toEqual(['failed', 'failed']);
 

@@ -112,7 +112,8 @@ describe('baton work gate as a Stop hook', () => {
       await store.close();
     }
     const verified = baton(['work', 'verify', '--session', 'agent-1']);
-    expect(verified.stderr).toBe('');
+    // Progress on stderr, one line as each criterion starts; the verdicts on stdout.
+    expect(verified.stderr).toBe('checking 1/1: notes (shell)\n');
     expect(verified.status).toBe(0);
     expect(verified.stdout).toMatch(/: completed\n {2}passed {6}notes \(shell\): exit code 0\n$/);
     const allowed = baton(['work', 'gate', '--hook', '--session', 'agent-1'], hookInput);

@@ -51,6 +51,16 @@ export interface VerifyOptions {
   /** The caller's environment, whose values never reach the ledger; default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly judge?: SemanticJudge;
+  /** Told as each criterion starts, in the order they run: a shell criterion can take minutes. */
+  readonly onCriterion?: (progress: CriterionProgress) => void;
+}
+
+export interface CriterionProgress {
+  /** 1-based, of total. */
+  readonly index: number;
+  readonly total: number;
+  readonly criterion_id: string;
+  readonly kind: WorkCriterion['kind']['type'];
 }
 
 export interface CriterionVerdict {
@@ -308,8 +318,14 @@ export async function verifyWork(
 
   const criteria = [...contract.contract.criteria].sort((a, b) => stage[a.kind.type] - stage[b.kind.type]);
   const checks: { criterion: WorkCriterion; check: Check }[] = [];
-  for (const criterion of criteria) {
+  for (const [at, criterion] of criteria.entries()) {
     const kind = criterion.kind;
+    options.onCriterion?.({
+      index: at + 1,
+      total: criteria.length,
+      criterion_id: criterion.criterion_id,
+      kind: kind.type,
+    });
     let check: Check;
     switch (kind.type) {
       case 'shell':

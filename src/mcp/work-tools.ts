@@ -6,11 +6,17 @@
  * projector refuses any move into succeeded or completed: only work_verify (the verifier) can.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type {
+  CallToolResult,
+  ServerNotification,
+  ServerRequest,
+  ToolAnnotations,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { authorize } from '../app/auth.ts';
 import type { Access } from '../app/operations.ts';
-import { verifyWork } from '../app/verify.ts';
+import { verifyWork, type CriterionProgress } from '../app/verify.ts';
 import {
   attachEvidence,
   createContract,
@@ -41,13 +47,44 @@ const reviseInput = z.strictObject({
   reason: z.string().max(4000).optional(),
 });
 
+type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
 interface WorkTool {
   readonly name: string;
   readonly summary: string;
   readonly access: Access;
   readonly idempotent: boolean;
   readonly input: z.ZodType;
-  run(options: McpServerOptions, args: Record<string, unknown>, actor: Actor): Promise<unknown>;
+  run(
+    options: McpServerOptions,
+    args: Record<string, unknown>,
+    actor: Actor,
+    progress: (progress: CriterionProgress) => void,
+  ): Promise<unknown>;
+}
+
+/**
+ * MCP progress for a request whose caller sent a progressToken: one notification as each
+ * criterion starts (progress 0 of n, then 1 of n, …). A client may reset its request timeout
+ * on each, so a verification of several long shell criteria is not abandoned. A notification
+ * that cannot be sent is dropped: the result still comes.
+ */
+function progressOf(extra: ToolExtra): (progress: CriterionProgress) => void {
+  const progressToken = extra._meta?.progressToken;
+  if (progressToken === undefined) return () => {};
+  return ({ index, total, criterion_id, kind }) => {
+    extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: {
+          progressToken,
+          progress: index - 1,
+          total,
+          message: `checking ${index}/${total}: ${criterion_id} (${kind})`,
+        },
+      })
+      .catch(() => {});
+  };
 }
 
 /** The snapshot with the completion gate's decision on it, for an agent deciding whether to stop. */
@@ -140,11 +177,12 @@ const workTools: readonly WorkTool[] = [
     access: 'write',
     idempotent: false,
     input: z.strictObject({ ...session, contract_id: z.string().optional() }),
-    run: async (options, args) => {
+    run: async (options, args, _actor, progress) => {
       const report = await verifyWork(
         options.deps,
         options.principal.project_id,
         args as { session_id: string; contract_id?: string },
+        { onCriterion: progress },
       );
       return { ...report, snapshot: withGate(report.snapshot), trust: 'untrusted_observation' };
     },
@@ -161,12 +199,18 @@ function annotations(tool: WorkTool): ToolAnnotations {
   };
 }
 
-async function call(tool: WorkTool, options: McpServerOptions, args: unknown): Promise<CallToolResult> {
+async function call(
+  tool: WorkTool,
+  options: McpServerOptions,
+  args: unknown,
+  extra: ToolExtra,
+): Promise<CallToolResult> {
   try {
     authorize(options.principal, tool.access);
     parseRecord(tool.input, args, `${tool.name} input`);
     const actor: Actor = { type: 'model', id: `token:${options.principal.token_id}` };
-    return success(await tool.run(options, args as Record<string, unknown>, actor), 'untrusted_history');
+    const result = await tool.run(options, args as Record<string, unknown>, actor, progressOf(extra));
+    return success(result, 'untrusted_history');
   } catch (error) {
     if (isBatonError(error)) return failure(error.code, error.message, error.data);
     try {
@@ -194,7 +238,7 @@ export function registerWorkTools(server: McpServer, options: McpServerOptions):
         inputSchema: listedSchema(tool.input),
         annotations: annotations(tool),
       },
-      (args) => call(tool, options, args),
+      (args, extra) => call(tool, options, args, extra),
     );
   }
 }

@@ -148,6 +148,7 @@ const verify: Command = {
   passed. Shell criteria run only inside bubblewrap; without it they are unavailable.
   --session ID          the Baton session
   --timeout-ms N        per shell criterion (default 60000)
+  Each criterion is announced on stderr as it starts (checking 1/3: tests (shell)).
   --json                print the verification report as JSON
 ${configHelp}
   --project ID          the project of the local database
@@ -167,6 +168,8 @@ ${databaseHelp}
       { session_id },
       {
         ...(timeout === undefined ? {} : { timeout_ms: timeout }),
+        onCriterion: ({ index, total, criterion_id, kind }) =>
+          context.io.err(`checking ${index}/${total}: ${criterion_id} (${kind})\n`),
       },
     );
     context.print(report, () =>
