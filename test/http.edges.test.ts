@@ -380,6 +380,19 @@ describe('a request that arrives too slowly', () => {
       await app.close();
     }
   });
+
+  it('takes a bound longer than the 5 minutes Node allows by default, headers then at most 1 minute', async () => {
+    const app = await buildApp({ deps: h.deps, logger: false, requestTimeoutMs: 600_000 });
+    try {
+      expect(app.server.requestTimeout).toBe(600_000);
+      expect(app.server.headersTimeout).toBe(60_000);
+    } finally {
+      await app.close();
+    }
+    await expect(buildApp({ deps: h.deps, logger: false, requestTimeoutMs: 0 })).rejects.toThrow(
+      /requestTimeoutMs/,
+    );
+  });
 });
 
 describe('answerClientError on a socket that cannot take an answer', () => {

@@ -37,9 +37,10 @@ export interface ServeOptions {
    */
   allowedHosts?: readonly string[];
   /**
-   * Milliseconds a request has to arrive whole, headers and body (default 30,000). A slower one
-   * is answered 408 and its connection closed, so that clients trickling bytes cannot hold
-   * connections and buffers open for ever. Answers (event streams included) are not bounded.
+   * Milliseconds a request has to arrive whole, headers and body (default 30,000; of that, at
+   * most 60,000 for the headers). A slower one is answered 408 and its connection closed, so
+   * that clients trickling bytes cannot hold connections and buffers open for ever. Answers
+   * (event streams included) are not bounded.
    */
   requestTimeoutMs?: number;
 }
@@ -87,11 +88,13 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     routerOptions: { maxParamLength: 3 * 200 },
     return503OnClosing: false,
     // Node would answer a request without Host with an empty 400; the Host guard answers it instead.
-    // Headers get the same bound as the whole request (Node's own is 60 s), and Node looks for
-    // late requests every second rather than every 30 s, so a bound is kept to within a second.
+    // Node is told the same bound (it checks headersTimeout against it), headers get at most a
+    // minute of it (Node's own limit), and Node looks for late requests every second rather
+    // than every 30 s, so a bound is kept to within a second.
     http: {
       requireHostHeader: false,
-      headersTimeout: requestTimeout,
+      requestTimeout,
+      headersTimeout: Math.min(60_000, requestTimeout),
       connectionsCheckingInterval: Math.min(1_000, requestTimeout),
     },
     // Requests Node's parser refuses (headers too large, a bad request line) get the one error shape.
