@@ -146,6 +146,24 @@ describe('the Handoff Report page', () => {
     expect(problems.errors).toEqual([]);
   });
 
+  it('shows the bidirectional overrides and control characters of stored text as escapes, and edits them as they are', async () => {
+    // Shown as is, the override would make "noitcudorp" read "production".
+    const hostile = 'Deploy to \u202enoitcudorp\u202c now\u001b[2J';
+    const shown = 'Deploy to \\u202enoitcudorp\\u202c now\\u001b[2J';
+    await web.client.handoff('bidi', 'b1', { objective: hostile, next: 'Check it' });
+    const { page, problems } = await open();
+    await logIn(page, web);
+    const card = page.locator('li[data-scope="bidi"]');
+    expect(await card.locator('dd.objective').textContent()).toBe(shown);
+    expect(await card.locator('dd.objective').getAttribute('title')).toBe(shown);
+    await openWorkspace(page, 'bidi');
+    expect(await page.locator('.revisions .summary').first().textContent()).toBe(shown);
+    expect(await page.locator('.timeline .summary').first().textContent()).toBe(shown);
+    // The form edits the text itself: what is sent again is what was stored.
+    expect(await page.getByRole('textbox', { name: 'Objective' }).inputValue()).toBe(hostile);
+    expect(problems.errors).toEqual([]);
+  });
+
   it('serves the page with a strict Content-Security-Policy; a cookie write without the CSRF header is refused; logging out ends the session', async () => {
     const { page, problems } = await open();
     const response = await page.goto(`${web.url}/`);

@@ -5,6 +5,7 @@
  * 20 latest first, the shown revision marked).
  */
 import { useId } from 'react';
+import { visibleControls } from '../../src/core/text.ts';
 import { useMessages } from './i18n.ts';
 import { href } from './route.ts';
 import { OutcomeBadge, TransferBadge } from './States.tsx';
@@ -32,7 +33,7 @@ export function Afterward({ continuity }: { continuity: WorkContinuity }) {
               </span>{' '}
               <strong className="kind">{t.kinds[event.kind]}</strong>
               {event.status && <span className="badge">{event.status}</span>}{' '}
-              <span className="summary">{event.summary}</span>
+              <span className="summary">{visibleControls(event.summary)}</span>
             </li>
           ))}
         </ol>
@@ -70,7 +71,7 @@ export function RevisionTrail({ workstream }: { workstream: WorkstreamReport }) 
                 </a>
                 {summary.current && <span className="badge current-mark">{t.trailCurrent}</span>}{' '}
                 <span className="badge">{summary.disposition}</span>{' '}
-                <span className="summary">{summary.objective}</span>
+                <span className="summary">{visibleControls(summary.objective)}</span>
               </li>
             ))}
           </ol>

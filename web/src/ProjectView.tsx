@@ -1,10 +1,16 @@
 /** Every workstream of the project at a glance: current revision, transfer state, outcome state. */
+import { visibleControls } from '../../src/core/text.ts';
 import type { CardDraft } from './draft.ts';
 import { isEdited } from './draft.ts';
 import { useMessages } from './i18n.ts';
 import { href } from './route.ts';
 import { OutcomeBadge, TransferBadge } from './States.tsx';
 import type { HandoffReport } from './types.ts';
+
+/** The current objective as it may be shown: its control characters and overrides as escapes. */
+function shownObjective(workstream: HandoffReport['workstreams'][number]): string | undefined {
+  return workstream.current ? visibleControls(workstream.current.handoff.objective) : undefined;
+}
 
 export function ProjectView({
   report,
@@ -34,8 +40,8 @@ export function ProjectView({
                     : t.none}
                 </dd>
                 <dt>{t.objective}</dt>
-                <dd className="objective" title={workstream.current?.handoff.objective}>
-                  {workstream.current?.handoff.objective ?? t.none}
+                <dd className="objective" title={shownObjective(workstream)}>
+                  {shownObjective(workstream) ?? t.none}
                 </dd>
                 <dt>{t.transferState}</dt>
                 <dd>
