@@ -159,8 +159,17 @@ describe('the Handoff Report page', () => {
     await openWorkspace(page, 'bidi');
     expect(await page.locator('.revisions .summary').first().textContent()).toBe(shown);
     expect(await page.locator('.timeline .summary').first().textContent()).toBe(shown);
-    // The form edits the text itself: what is sent again is what was stored.
-    expect(await page.getByRole('textbox', { name: 'Objective' }).inputValue()).toBe(hostile);
+    // The form edits the text itself: what is sent again is what was stored. Under the field, a
+    // note says the text holds such characters and shows it as stored.
+    const objective = page.getByRole('textbox', { name: 'Objective' });
+    expect(await objective.inputValue()).toBe(hostile);
+    const note = page.locator(`#${await objective.getAttribute('aria-describedby')}`);
+    expect(await note.textContent()).toContain('characters that change how it shows');
+    expect(await note.locator('code').textContent()).toBe(shown);
+    // A field without them has no such note.
+    expect(
+      await page.getByRole('textbox', { name: 'Next action (exactly one)' }).getAttribute('aria-describedby'),
+    ).not.toMatch(/hidden/);
     expect(problems.errors).toEqual([]);
   });
 

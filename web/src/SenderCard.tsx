@@ -4,6 +4,7 @@
  * (prepared, publishing not confirmed) and retries that same Prepared Handoff.
  */
 import { useId, useMemo, useState, type FormEvent } from 'react';
+import { visibleControls } from '../../src/core/text.ts';
 import { emptyItem, isEdited, prefill, type Draft, type DraftItem } from './draft.ts';
 import { useMessages } from './i18n.ts';
 import { publish, send } from './send.ts';
@@ -13,6 +14,32 @@ import type { WorkspaceProps } from './Workspace.tsx';
 const dispositions: readonly Disposition[] = ['continue', 'blocked', 'complete'];
 
 type Props = WorkspaceProps & { readonly workstream: NonNullable<WorkspaceProps['workstream']> };
+
+/**
+ * Under a field whose text holds direction overrides or control characters (which the field
+ * shows as the browser renders them: an override reorders what the reader sees), a note with
+ * the text as stored, those characters written as escapes. Nothing when there are none.
+ */
+function HiddenCharacters({ id, text }: { id: string; text: string }) {
+  const t = useMessages();
+  if (!holdsHidden(text)) return null;
+  const shown = visibleControls(text);
+  return (
+    <p id={id} className="notice hidden-characters">
+      {t.hiddenCharacters} <code>{shown}</code>
+    </p>
+  );
+}
+
+/** Whether text holds what visibleControls escapes (a CRLF, which it only turns into LF, aside). */
+function holdsHidden(text: string): boolean {
+  return visibleControls(text) !== text.replaceAll('\r\n', '\n');
+}
+
+/** The id of the HiddenCharacters note for a field, when it has one. */
+function describedByHidden(id: string, text: string): string | undefined {
+  return holdsHidden(text) ? id : undefined;
+}
 
 export function SenderCard({
   api,
@@ -85,8 +112,10 @@ export function SenderCard({
           rows={2}
           required
           value={value.objective}
+          aria-describedby={describedByHidden(`${id}-objective-hidden`, value.objective)}
           onChange={(event) => change({ objective: event.target.value })}
         />
+        <HiddenCharacters id={`${id}-objective-hidden`} text={value.objective} />
 
         <fieldset>
           <legend>{t.state}</legend>
@@ -98,9 +127,15 @@ export function SenderCard({
                   id={`${id}-state-${index}`}
                   rows={2}
                   value={item.text}
-                  aria-describedby={`${id}-basis-${index}`}
+                  aria-describedby={[
+                    `${id}-basis-${index}`,
+                    describedByHidden(`${id}-state-${index}-hidden`, item.text),
+                  ]
+                    .filter(Boolean)
+                    .join(' ')}
                   onChange={(event) => changeItem(index, event.target.value)}
                 />
+                <HiddenCharacters id={`${id}-state-${index}-hidden`} text={item.text} />
                 <span id={`${id}-basis-${index}`} className="hint">
                   {basis(item)}
                 </span>
@@ -167,9 +202,15 @@ export function SenderCard({
           rows={2}
           required
           value={value.nextAction.text}
-          aria-describedby={`${id}-next-basis`}
+          aria-describedby={[
+            `${id}-next-basis`,
+            describedByHidden(`${id}-next-hidden`, value.nextAction.text),
+          ]
+            .filter(Boolean)
+            .join(' ')}
           onChange={(event) => change({ nextAction: { ...value.nextAction, text: event.target.value } })}
         />
+        <HiddenCharacters id={`${id}-next-hidden`} text={value.nextAction.text} />
         <span id={`${id}-next-basis`} className="hint basis-line">
           {basis(value.nextAction)}
         </span>
@@ -179,8 +220,10 @@ export function SenderCard({
           id={`${id}-omissions`}
           rows={3}
           value={value.omissions}
+          aria-describedby={describedByHidden(`${id}-omissions-hidden`, value.omissions)}
           onChange={(event) => change({ omissions: event.target.value })}
         />
+        <HiddenCharacters id={`${id}-omissions-hidden`} text={value.omissions} />
 
         <div className="actions">
           <button type="submit" className="primary" disabled={running}>

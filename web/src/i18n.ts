@@ -46,6 +46,8 @@ const en = {
   senderFromNothing: 'No handoff committed yet: this will be revision 1',
   draftBehind: (base: number, current: number) =>
     `This draft started from revision ${base}; revision ${current} is current now. Sending publishes your draft after it.`,
+  hiddenCharacters:
+    'This text holds characters that change how it shows (direction overrides or control characters). As stored:',
   state: 'Where the work stands',
   stateItem: (n: number) => `State item ${n}`,
   basisVerified: 'cites its evidence',
@@ -195,6 +197,7 @@ const zhCN: Messages = {
   senderFromNothing: '尚未提交交接：这将是修订 1',
   draftBehind: (base, current) =>
     `此草稿基于修订 ${base}；当前已是修订 ${current}。发送会在其后发布你的草稿。`,
+  hiddenCharacters: '此文本含有会改变其显示方式的字符（方向覆盖或控制字符）。按存储内容：',
   state: '工作现状',
   stateItem: (n) => `现状 ${n}`,
   basisVerified: '引用了证据',
