@@ -73,6 +73,19 @@ describe('edges of the HTTP surface', () => {
       },
     });
 
+  /** GET the report with this query and, when given, this Accept header. */
+  const markdownReport = (query: string, accept?: string) =>
+    rawRequest({
+      port: h.port,
+      method: 'GET',
+      path: `/v1/work/report?${query}`,
+      headers: {
+        host: `127.0.0.1:${h.port}`,
+        authorization: `Bearer ${h.tokens.writer}`,
+        ...(accept === undefined ? {} : { accept }),
+      },
+    });
+
   /** The reply is the error envelope with this status and code, as JSON, on a closing connection. */
   function expectEnvelope(reply: SocketReply, status: number, code: string): void {
     expect(reply.status, reply.text).toBe(status);
@@ -183,17 +196,7 @@ describe('edges of the HTTP surface', () => {
   });
 
   it('sends Markdown only to an Accept that takes text/markdown, by media-type rules, and says it varies', async () => {
-    const report = (accept?: string) =>
-      rawRequest({
-        port: h.port,
-        method: 'GET',
-        path: '/v1/work/report?format=markdown',
-        headers: {
-          host: `127.0.0.1:${h.port}`,
-          authorization: `Bearer ${h.tokens.writer}`,
-          ...(accept === undefined ? {} : { accept }),
-        },
-      });
+    const report = (accept?: string) => markdownReport('format=markdown', accept);
     const cases: [string | undefined, string][] = [
       [undefined, 'application/json'],
       ['text/markdown', 'text/markdown'],
@@ -236,16 +239,7 @@ describe('edges of the HTTP surface', () => {
       prepared: prepared.digest,
       expected_head: 0,
     });
-    const markdown = await rawRequest({
-      port: h.port,
-      method: 'GET',
-      path: '/v1/work/report?scope_id=hostile&format=markdown',
-      headers: {
-        host: `127.0.0.1:${h.port}`,
-        authorization: `Bearer ${h.tokens.writer}`,
-        accept: 'text/markdown',
-      },
-    });
+    const markdown = await markdownReport('scope_id=hostile&format=markdown', 'text/markdown');
     expect(markdown.status).toBe(200);
     // eslint-disable-next-line no-control-regex -- the control characters a terminal would act on
     expect(markdown.text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
