@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createContract, type WorkSnapshot } from '../src/app/work.ts';
+import { systemClock } from '../src/core/clock.ts';
 import type { JsonValue } from '../src/core/json.ts';
 import { liveEventName } from '../src/core/work/live.ts';
 import { workEventSchema } from '../src/core/work/model.ts';
@@ -89,6 +90,7 @@ for (const backend of backends) {
       expect(first.status).toBe(200);
       expect(first.headers['content-type']).toBe('text/event-stream; charset=utf-8');
       expect(first.headers['cache-control']).toContain('no-cache');
+      expect(first.headers['baton-api']).toBe('v1');
 
       expect((await post(`${work}/contracts`, contractBody)).status).toBe(200);
       const created = await first.take(2);
@@ -271,6 +273,69 @@ describe('work event heartbeat', () => {
       stream.close();
     } finally {
       await app.close();
+      await opened.dispose();
+    }
+  });
+});
+
+describe('open work event streams per token', () => {
+  it('refuses one stream more than the limit 429 too_many_requests, counts a web session as its token, and frees the slot when a stream ends', async () => {
+    const h = await startHarness(backends[0]!, { maxStreamsPerToken: 2 });
+    try {
+      expect((await h.call('POST', '/v1/sessions', { body: { session_id: 's1' } })).status).toBe(200);
+      const writer = { authorization: `Bearer ${h.tokens.writer}` };
+      const held = [await openSse(h.url, events, writer), await openSse(h.url, events, writer)];
+      expect(held.map((stream) => stream.status)).toEqual([200, 200]);
+
+      const refused = await openSse(h.url, events, writer);
+      expect(refused.status).toBe(429);
+      expect(JSON.parse(refused.body)).toEqual({
+        error: {
+          code: 'too_many_requests',
+          message: expect.stringContaining('close one'),
+          details: { limit: 2 },
+        },
+      });
+      // A web session opened with the same token is the same holder.
+      const login = await h.call('POST', '/v1/session');
+      const viaCookie = await openSse(h.url, events, {
+        cookie: login.headers.get('set-cookie')!.split(';')[0]!,
+      });
+      expect(viaCookie.status).toBe(429);
+      // Another token has its own allowance.
+      const reader = await openSse(h.url, events, { authorization: `Bearer ${h.tokens.reader}` });
+      expect(reader.status).toBe(200);
+
+      // A client that goes away gives its slot back.
+      held[0]!.close();
+      await held[0]!.ended;
+      let again = await openSse(h.url, events, writer);
+      for (let tries = 0; again.status === 429 && tries < 50; tries += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        again = await openSse(h.url, events, writer);
+      }
+      expect(again.status).toBe(200);
+      await h.call('POST', `${work}/contracts`, { body: contractBody });
+      expect((await again.take(2)).map((event) => event.event)).toEqual([
+        'WorkContractCreated',
+        'WorkNeedsInput',
+      ]);
+      for (const stream of [held[1]!, reader, again]) stream.close();
+    } finally {
+      await h.dispose();
+    }
+  });
+
+  it('refuses a limit that is not a positive whole number when the server starts', async () => {
+    const opened = await backends[0]!.open();
+    try {
+      const deps = { store: opened.store, clock: systemClock };
+      for (const maxStreamsPerToken of [0, -1, 1.5, Number.NaN]) {
+        await expect(startServer({ deps, port: 0, logger: false, maxStreamsPerToken })).rejects.toThrow(
+          /maxStreamsPerToken/,
+        );
+      }
+    } finally {
       await opened.dispose();
     }
   });

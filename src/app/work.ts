@@ -202,6 +202,92 @@ export async function* workEventsAfter(
   }
 }
 
+export interface FollowOptions {
+  /** Ends the following: the iteration returns after the event in hand. */
+  readonly signal: AbortSignal;
+  /**
+   * Read again from the last position this often even without a notification: one can be
+   * missed (another process wrote to the same SQLite file, or PostgreSQL's LISTEN connection
+   * reconnected), and the follower then catches up within this interval.
+   */
+  readonly catchUpMs: number;
+}
+
+/**
+ * A session's work events after `after`, then each new one as the store commits it, until the
+ * signal aborts. Checked before anything is yielded: the session exists (not_found), `after`
+ * is not past its head (invalid_input) and the store can subscribe (else its error). Then
+ * one read at a time, each from the last position yielded, so no event is skipped or repeated.
+ * The subscription ends with the iteration or the signal.
+ */
+export async function followWorkEvents(
+  deps: AppDeps,
+  project_id: string,
+  session_id: string,
+  after: number,
+  options: FollowOptions,
+): Promise<AsyncGenerator<Entry, void, undefined>> {
+  const { signal } = options;
+  const { head: start } = await deps.store.getStream(sessionStream(project_id, session_id));
+  if (!Number.isSafeInteger(after) || after < 0 || after > start) {
+    const problem = after > start ? `is past the session's head ${start}` : 'is not a ledger position';
+    throw new BatonError('invalid_input', `position ${after} ${problem}`, {
+      after,
+      head: start,
+      issues: [{ path: 'after', message: `a whole number from 0 to ${start}` }],
+    });
+  }
+  let last = after;
+  let due = true;
+  let wake: (() => void) | undefined;
+  const poke = () => {
+    due = true;
+    wake?.();
+  };
+  const unsubscribe = await deps.store.subscribe(({ stream, head }) => {
+    if (
+      stream.kind === 'session' &&
+      stream.project_id === project_id &&
+      stream.session_id === session_id &&
+      head > last
+    )
+      poke();
+  });
+  const catchUp = setInterval(poke, options.catchUpMs);
+  catchUp.unref();
+  let ended = false;
+  const end = async () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(catchUp);
+    signal.removeEventListener('abort', stop);
+    await unsubscribe();
+  };
+  // An iteration that never starts still lets go of its subscription when the signal aborts.
+  const stop = () => {
+    poke();
+    void end();
+  };
+  signal.addEventListener('abort', stop);
+  if (signal.aborted) await end();
+  return (async function* () {
+    try {
+      while (!signal.aborted) {
+        if (!due) await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        due = false;
+        for await (const entry of workEventsAfter(deps, project_id, session_id, last)) {
+          if (signal.aborted) return;
+          yield entry;
+          last = entry.position;
+        }
+      }
+    } finally {
+      await end();
+    }
+  })();
+}
+
 // ---- changing ----
 
 interface Decision {

@@ -9,13 +9,17 @@
  */
 import { findOperation, operations } from '../app/operations.ts';
 import { batonApiHeader, batonApiVersion, bodyLimit } from '../core/api.ts';
-import { BatonError, errorCodes, type ErrorCode } from '../core/errors.ts';
+import { BatonError } from '../core/errors.ts';
+import { describeFailure as describe, errorOf, parseJson as parse } from './errors.ts';
 import { httpUrl } from '../core/urls.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
+import { workEvents, type WorkEventMessage, type WorkEventsInput, type WorkEventsOptions } from './events.ts';
 import { workMethods, type WorkMethods } from './work.ts';
 
 export type * from './types.ts';
 export type * from './work.ts';
+export type { WorkEventMessage, WorkEventsInput, WorkEventsOptions } from './events.ts';
+export { unreadableWorkEvent } from './events.ts';
 export { BatonError, type ErrorCode } from '../core/errors.ts';
 
 export interface ClientOptions {
@@ -54,6 +58,13 @@ export type BatonClient = Omit<OperationMethods, 'getReport'> &
   WorkMethods & {
     /** The Handoff Report: the project's, or one workstream's with scope_id; Markdown with format. */
     getReport<I extends ReportInput = Record<string, never>>(input?: I): Promise<ReportResult<I>>;
+    /**
+     * GET /v1/sessions/{session_id}/events: the session's work events after `after`, then each
+     * new one, until the signal aborts or the loop breaks. A refusal is its BatonError; a
+     * stream that breaks off or stays silent past `idleTimeoutMs` is `unavailable` with
+     * `details.after`, the position to resume after.
+     */
+    workEvents(input: WorkEventsInput, options?: WorkEventsOptions): AsyncIterable<WorkEventMessage>;
     /** Call any operation by its operationId. */
     invoke<Id extends OperationId>(operationId: Id, input: OperationInput<Id>): Promise<OperationResult<Id>>;
   };
@@ -76,33 +87,6 @@ function queryOf(input: Readonly<Record<string, unknown>>): string {
   }
   const text = query.toString();
   return text === '' ? '' : `?${text}`;
-}
-
-function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && (errorCodes as readonly string[]).includes(value);
-}
-
-/** The code a bare status means when the body is not Baton's error shape. */
-function codeOfStatus(status: number): ErrorCode {
-  if (status === 401) return 'unauthorized';
-  if (status === 403) return 'forbidden';
-  if (status === 404) return 'not_found';
-  if (status === 409) return 'conflict';
-  if (status === 412) return 'precondition_failed';
-  if (status === 413) return 'payload_too_large';
-  return status >= 500 ? 'unavailable' : 'invalid_input';
-}
-
-function errorOf(status: number, body: unknown): BatonError {
-  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
-  if (error && typeof error.code === 'string' && typeof error.message === 'string') {
-    const details = typeof error.details === 'object' && error.details !== null ? error.details : {};
-    // A wire code Baton's errors do not have (the server's `internal`) keeps its name in the data.
-    return isErrorCode(error.code)
-      ? new BatonError(error.code, error.message, { ...details })
-      : new BatonError(codeOfStatus(status), error.message, { ...details, code: error.code, status });
-  }
-  return new BatonError(codeOfStatus(status), `the server answered HTTP ${status}`, { status });
 }
 
 /** The server's address as a URL; anything but http(s) is refused as invalid_input. */
@@ -225,18 +209,7 @@ export function createClient(options: ClientOptions): BatonClient {
     client[methodName(operationId)] = (input?: unknown) => invoke(operationId, input);
   }
   Object.assign(client, workMethods(request));
+  client.workEvents = (input: WorkEventsInput, events?: WorkEventsOptions) =>
+    workEvents({ base, token: options.token, fetch: send, timeoutMs }, input, events);
   return client as unknown as BatonClient;
-}
-
-function parse(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function describe(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
 }

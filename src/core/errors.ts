@@ -12,6 +12,7 @@ export const errorCodes = [
   'unauthorized',
   'forbidden',
   'payload_too_large',
+  'too_many_requests',
   'unavailable',
 ] as const;
 

@@ -21,6 +21,7 @@ export const statusOf: Readonly<Record<ErrorCode, number>> = {
   revision_conflict: 409,
   precondition_failed: 412,
   payload_too_large: 413,
+  too_many_requests: 429,
   unavailable: 503,
 };
 

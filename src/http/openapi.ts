@@ -8,7 +8,7 @@ import { operations, type Operation } from '../app/operations.ts';
 import { errorEnvelopeSchema } from './errors.ts';
 import { csrfHeader, sessionCookie } from './auth.ts';
 import { bodyLimit } from './body.ts';
-import { unreadableEventName } from './work-routes.ts';
+import { defaultMaxStreamsPerToken, unreadableEventName } from './work-routes.ts';
 import { workEndpoints, type WorkEndpoint } from './work-api.ts';
 import { liveEventNames } from '../core/work/live.ts';
 import { heartbeatMs } from './sse.ts';
@@ -162,6 +162,10 @@ function workEventsObject(): JsonSchema {
         content: { 'text/event-stream': { schema: { type: 'string' } } },
       },
       ...errorResponses,
+      '429': {
+        description: `too_many_requests: the token holds the server's limit of open event streams already (${defaultMaxStreamsPerToken} unless configured)`,
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      },
     },
   };
 }

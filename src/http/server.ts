@@ -43,6 +43,11 @@ export interface ServeOptions {
    * (event streams included) are not bounded.
    */
   requestTimeoutMs?: number;
+  /**
+   * Work event streams (SSE) one token may hold open at once (default 64); one more is refused
+   * 429 too_many_requests until one closes. MCP sessions have their own bound (src/mcp/http.ts).
+   */
+  maxStreamsPerToken?: number;
 }
 
 export const defaultHost = '127.0.0.1';
@@ -130,7 +135,11 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   app.get('/v1/openapi.json', async () => openApiDocument());
   registerSessionRoutes(app, deps);
   registerOperationRoutes(app, deps);
-  registerWorkRoutes(app, deps);
+  registerWorkRoutes(
+    app,
+    deps,
+    options.maxStreamsPerToken === undefined ? {} : { maxStreamsPerToken: options.maxStreamsPerToken },
+  );
   registerWebRoutes(app);
   registerMcpRoutes(app, { deps, authenticate: (request) => authenticateToken(deps, bearerToken(request)) });
   return app;

@@ -60,7 +60,12 @@ export function eventStreams(app: FastifyInstance, options: { heartbeatMs?: numb
 function openEventStream(reply: FastifyReply, streams: Set<EventStream>, everyMs: number): EventStream {
   void reply.hijack();
   const raw = reply.raw;
+  // The headers hooks set on the reply (baton-api among them) go out with the stream's own.
+  const hooked = Object.entries(reply.getHeaders()).filter(
+    (header): header is [string, string | number | string[]] => header[1] !== undefined,
+  );
   raw.writeHead(200, {
+    ...Object.fromEntries(hooked),
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     'x-accel-buffering': 'no',

@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
-import { sessionStream, workEventsAfter } from '../app/work.ts';
+import { followWorkEvents } from '../app/work.ts';
 import { BatonError } from '../core/errors.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
@@ -18,10 +18,20 @@ import { liveEventName } from '../core/work/live.ts';
 import { workEventSchema, type Actor } from '../core/work/model.ts';
 import { guard, requestPrincipal } from './auth.ts';
 import { refuseUnknownQuery } from './query.ts';
-import { eventStreams, heartbeatMs, type EventStream, type EventStreams, type SseFrame } from './sse.ts';
+import { eventStreams, heartbeatMs, type EventStreams, type SseFrame } from './sse.ts';
 import { mergeParams, workEndpoints, type WorkEndpoint, type WorkParam } from './work-api.ts';
 
 export const eventsPath = '/v1/sessions/:session_id/events';
+
+/** The event streams one token may hold open at once; one more is refused 429. */
+export const defaultMaxStreamsPerToken = 64;
+
+export interface WorkRoutesOptions {
+  /** The SSE heartbeat, which is also the interval at which a stream reads again. */
+  readonly heartbeatMs?: number;
+  /** Open event streams per token (default 64); one more is refused too_many_requests. */
+  readonly maxStreamsPerToken?: number;
+}
 
 /** The SSE event name of an entry this Baton cannot read as a Work Event (kept, not hidden). */
 export const unreadableEventName = 'WorkEventUnreadable';
@@ -79,47 +89,20 @@ function resumeAfter(request: FastifyRequest): number {
 }
 
 /**
- * Send the session's work events after `after`, then follow the store: one read in flight at a
- * time, and a notification that arrives during a read makes another read after it, from the
- * last position sent.
- */
-function follow(deps: AppDeps, project_id: string, session_id: string, after: number, events: EventStream) {
-  let last = after;
-  let reading = false;
-  let again = false;
-  const pump = async (): Promise<void> => {
-    if (reading) {
-      again = true;
-      return;
-    }
-    reading = true;
-    try {
-      do {
-        again = false;
-        for await (const entry of workEventsAfter(deps, project_id, session_id, last)) {
-          if (!(await events.send(workFrame(entry)))) return;
-          last = entry.position;
-        }
-      } while (again && !events.closed);
-    } finally {
-      reading = false;
-    }
-  };
-  return {
-    pump,
-    notify(head: number): boolean {
-      return head > last;
-    },
-  };
-}
-
-/**
  * The events route. Besides each notification, a stream re-reads from its position every
  * `catchUpMs` (the heartbeat): a notification can be missed (another process wrote to the same
  * SQLite file, or PostgreSQL's LISTEN connection was lost and reconnected), and the stream then
  * catches up within one heartbeat instead of falling silent.
  */
-function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStreams, catchUpMs: number): void {
+function registerEvents(
+  app: FastifyInstance,
+  deps: AppDeps,
+  streams: EventStreams,
+  catchUpMs: number,
+  maxPerToken: number,
+): void {
+  /** Open streams by token id (a web session counts as the token that opened it). */
+  const open = new Map<string, number>();
   app.get(
     eventsPath,
     { onRequest: guard(app, deps, 'read') },
@@ -133,40 +116,50 @@ function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStrea
         'session_id',
       );
       const after = resumeAfter(request);
-      const { head } = await deps.store.getStream(sessionStream(project_id, session_id));
-      if (after > head) {
-        throw new BatonError('invalid_input', `position ${after} is past the session's head ${head}`, {
-          after,
-          head,
-          issues: [{ path: 'after', message: `at most ${head}` }],
-        });
+      const { token_id } = principal;
+      const held = open.get(token_id) ?? 0;
+      if (held >= maxPerToken) {
+        throw new BatonError(
+          'too_many_requests',
+          `this token holds ${held} open event streams, the most the server allows: close one (or use another token) and retry`,
+          { limit: maxPerToken },
+        );
       }
-      // Subscribed before the first read, so no commit falls between the read and the listening.
-      const live: { follower?: ReturnType<typeof follow> } = {};
-      const run = () => {
-        live.follower?.pump().catch((error: unknown) => {
-          request.log.warn({ err: error }, 'work event stream failed; the client resumes from its last id');
-          events.end();
-        });
+      // The slot is taken before any wait, so concurrent requests cannot pass the limit together.
+      open.set(token_id, held + 1);
+      const release = () => {
+        const left = (open.get(token_id) ?? 1) - 1;
+        if (left > 0) open.set(token_id, left);
+        else open.delete(token_id);
       };
-      const unsubscribe = await deps.store.subscribe(({ stream, head: moved }) => {
-        if (
-          stream.kind === 'session' &&
-          stream.project_id === project_id &&
-          stream.session_id === session_id &&
-          live.follower?.notify(moved)
-        )
-          run();
-      });
+      // Subscribed before the 200: a store that cannot follow is an error answer, not a silent stream.
+      const following = new AbortController();
+      let entries: Awaited<ReturnType<typeof followWorkEvents>>;
+      try {
+        entries = await followWorkEvents(deps, project_id, session_id, after, {
+          signal: following.signal,
+          catchUpMs,
+        });
+      } catch (error) {
+        release();
+        throw error;
+      }
       const events = streams.open(reply);
-      const catchUp = setInterval(run, catchUpMs);
-      catchUp.unref();
       events.onEnd(() => {
-        clearInterval(catchUp);
-        void unsubscribe();
+        following.abort();
+        release();
       });
-      live.follower = follow(deps, project_id, session_id, after, events);
-      run();
+      void (async () => {
+        try {
+          for await (const entry of entries) {
+            if (!(await events.send(workFrame(entry)))) break;
+          }
+        } catch (error) {
+          request.log.warn({ err: error }, 'work event stream failed; the client resumes from its last id');
+        } finally {
+          events.end();
+        }
+      })();
       return reply;
     },
   );
@@ -176,9 +169,13 @@ function registerEvents(app: FastifyInstance, deps: AppDeps, streams: EventStrea
 export function registerWorkRoutes(
   app: FastifyInstance,
   deps: AppDeps,
-  options: { heartbeatMs?: number } = {},
+  options: WorkRoutesOptions = {},
 ): void {
+  const maxPerToken = options.maxStreamsPerToken ?? defaultMaxStreamsPerToken;
+  if (!Number.isSafeInteger(maxPerToken) || maxPerToken < 1) {
+    throw new RangeError(`maxStreamsPerToken must be a positive whole number, not ${maxPerToken}`);
+  }
   const streams = eventStreams(app, options);
   for (const endpoint of workEndpoints) registerEndpoint(app, deps, endpoint);
-  registerEvents(app, deps, streams, options.heartbeatMs ?? heartbeatMs);
+  registerEvents(app, deps, streams, options.heartbeatMs ?? heartbeatMs, maxPerToken);
 }
