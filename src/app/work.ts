@@ -211,6 +211,11 @@ export interface FollowOptions {
    * reconnected), and the follower then catches up within this interval.
    */
   readonly catchUpMs: number;
+  /**
+   * Keep the process running while following (a CLI, where nothing else holds Node's event
+   * loop); a server's sockets hold it already, so by default the follower does not.
+   */
+  readonly holdProcess?: boolean;
 }
 
 /**
@@ -254,7 +259,7 @@ export async function followWorkEvents(
       poke();
   });
   const catchUp = setInterval(poke, options.catchUpMs);
-  catchUp.unref();
+  if (options.holdProcess !== true) catchUp.unref();
   let ended = false;
   const end = async () => {
     if (ended) return;

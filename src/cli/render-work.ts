@@ -6,7 +6,8 @@
  */
 import type { WorkSnapshot } from '../app/work.ts';
 import type { SessionHeader } from '../core/work/session.ts';
-import type { CriterionKind, WorkOwner } from '../core/work/model.ts';
+import { unreadableEventName, type WorkEventMessage } from '../core/work/live.ts';
+import { workEventSchema, type CriterionKind, type WorkEvent, type WorkOwner } from '../core/work/model.ts';
 import type { ContractProjection, CriterionState } from '../core/work/projector.ts';
 
 function lines(...parts: (string | false | null | undefined)[]): string {
@@ -128,4 +129,46 @@ export function session(header: SessionHeader): string {
     header.capabilities.capabilities.length > 0 &&
       `  capabilities: ${header.capabilities.capabilities.join(', ')}`,
   );
+}
+
+function because(reason: string): string {
+  return reason === '' ? '' : `: ${reason}`;
+}
+
+/** What one work event changed, in a few words: the contract, item, criterion or assumption. */
+function change(event: WorkEvent): string {
+  const { kind } = event;
+  switch (kind.type) {
+    case 'contract_created':
+      return `contract ${event.contract_id} r${event.revision}${kind.branch ? ' (branch)' : ''}: ${kind.contract.objective}`;
+    case 'contract_revised':
+      return `contract ${event.contract_id} r${kind.previous_revision} → r${event.revision}${because(kind.reason)}`;
+    case 'contract_status_changed':
+      return `contract ${event.contract_id} ${kind.from} → ${kind.to}${because(kind.reason)}`;
+    case 'item_status_changed':
+      return `item ${kind.item_id} ${kind.from} → ${kind.to} (attempt ${kind.attempt})${because(kind.reason)}`;
+    case 'item_assigned':
+      return `item ${kind.item_id} → ${owner(kind.owner)}${kind.child_session_id === null ? '' : ` in child session ${kind.child_session_id}`}`;
+    case 'evidence_attached':
+      return `item ${kind.item_id} evidence ${kind.evidence.type}`;
+    case 'assumption_resolved':
+      return `assumption ${kind.assumption_id}: ${kind.resolution}`;
+    case 'verification_recorded':
+      return `criterion ${kind.criterion_id} ${kind.result.verdict}${because(kind.result.reason)}`;
+  }
+}
+
+/**
+ * One line per work event: position, time, live name, what changed and who changed it. An
+ * event this Baton cannot read is named so, with its position, never skipped.
+ */
+export function workEventLine(message: WorkEventMessage): string {
+  const head = `${message.position}  ${message.recorded_at}  ${message.name}`;
+  if (message.name === unreadableEventName) return `${head}  (a stored event this Baton cannot read)\n`;
+  const parsed = workEventSchema.safeParse(message.event);
+  if (!parsed.success) return `${head}  (a stored event this Baton cannot read)\n`;
+  const { actor } = parsed.data;
+  // One line per event: a reason or objective written over several lines is joined with ↵.
+  const what = change(parsed.data).replace(/\r?\n/g, ' ↵ ');
+  return `${head}  ${what}  · ${actor.type}${actor.id === '' ? '' : ` ${actor.id}`}\n`;
 }

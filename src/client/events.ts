@@ -9,23 +9,9 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { batonApiHeader, batonApiVersion } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
-import type { LiveEventName } from '../core/work/live.ts';
+import type { LiveEventName, WorkEventMessage } from '../core/work/live.ts';
 import type { WorkEvent } from '../core/work/model.ts';
 import { describeFailure as describe, errorOf, parseJson as parse } from './errors.ts';
-
-/** The name the server gives a stored event this Baton cannot read (it is sent, never skipped). */
-export const unreadableWorkEvent = 'WorkEventUnreadable';
-
-interface MessageBase {
-  /** The event's ledger position: increasing, not contiguous. Resume after it. */
-  readonly position: number;
-  readonly recorded_at: string;
-}
-
-/** One work event of a session, as the stream sends it. */
-export type WorkEventMessage =
-  | (MessageBase & { readonly name: LiveEventName; readonly event: WorkEvent })
-  | (MessageBase & { readonly name: typeof unreadableWorkEvent; readonly event: unknown });
 
 export interface WorkEventsInput {
   readonly session_id: string;
@@ -41,6 +27,8 @@ export interface WorkEventsOptions {
    * 45,000 ms, three of the server's 15 s heartbeats.
    */
   readonly idleTimeoutMs?: number;
+  /** Called once the server has accepted the stream, before any event arrives. */
+  readonly onOpen?: () => void;
 }
 
 export const defaultIdleTimeoutMs = 45_000;
@@ -153,6 +141,7 @@ export async function* workEvents(
         { status: response.status, url: url.href },
       );
     }
+    options.onOpen?.();
     const ready: WorkEventMessage[] = [];
     let bad: string | undefined;
     const parser = createParser({

@@ -13,13 +13,15 @@ import { BatonError } from '../core/errors.ts';
 import { describeFailure as describe, errorOf, parseJson as parse } from './errors.ts';
 import { httpUrl } from '../core/urls.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
-import { workEvents, type WorkEventMessage, type WorkEventsInput, type WorkEventsOptions } from './events.ts';
+import type { WorkEventMessage } from '../core/work/live.ts';
+import { workEvents, type WorkEventsInput, type WorkEventsOptions } from './events.ts';
 import { workMethods, type WorkMethods } from './work.ts';
 
 export type * from './types.ts';
 export type * from './work.ts';
-export type { WorkEventMessage, WorkEventsInput, WorkEventsOptions } from './events.ts';
-export { unreadableWorkEvent } from './events.ts';
+export type { WorkEventsInput, WorkEventsOptions } from './events.ts';
+export type { LiveEventName, WorkEventMessage } from '../core/work/live.ts';
+export { unreadableEventName } from '../core/work/live.ts';
 export { BatonError, type ErrorCode } from '../core/errors.ts';
 
 export interface ClientOptions {

@@ -8,9 +8,9 @@ import { operations, type Operation } from '../app/operations.ts';
 import { errorEnvelopeSchema } from './errors.ts';
 import { csrfHeader, sessionCookie } from './auth.ts';
 import { bodyLimit } from './body.ts';
-import { defaultMaxStreamsPerToken, unreadableEventName } from './work-routes.ts';
+import { defaultMaxStreamsPerToken } from './work-routes.ts';
 import { workEndpoints, type WorkEndpoint } from './work-api.ts';
-import { liveEventNames } from '../core/work/live.ts';
+import { liveEventNames, unreadableEventName } from '../core/work/live.ts';
 import { heartbeatMs } from './sse.ts';
 
 type JsonSchema = Record<string, unknown>;

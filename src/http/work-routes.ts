@@ -14,8 +14,8 @@ import { BatonError } from '../core/errors.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
-import { liveEventName } from '../core/work/live.ts';
-import { workEventSchema, type Actor } from '../core/work/model.ts';
+import { liveMessage } from '../core/work/live.ts';
+import type { Actor } from '../core/work/model.ts';
 import { guard, requestPrincipal } from './auth.ts';
 import { refuseUnknownQuery } from './query.ts';
 import { eventStreams, heartbeatMs, type EventStreams, type SseFrame } from './sse.ts';
@@ -33,17 +33,10 @@ export interface WorkRoutesOptions {
   readonly maxStreamsPerToken?: number;
 }
 
-/** The SSE event name of an entry this Baton cannot read as a Work Event (kept, not hidden). */
-export const unreadableEventName = 'WorkEventUnreadable';
-
 /** The SSE frame of one work_event entry: id = position, event = its live name. */
 export function workFrame(entry: Pick<Entry, 'position' | 'recorded_at' | 'content'>): SseFrame {
-  const parsed = workEventSchema.safeParse(entry.content);
-  return {
-    id: String(entry.position),
-    event: parsed.success ? liveEventName(parsed.data) : unreadableEventName,
-    data: JSON.stringify({ position: entry.position, recorded_at: entry.recorded_at, event: entry.content }),
-  };
+  const { name, position, recorded_at, event } = liveMessage(entry);
+  return { id: String(position), event: name, data: JSON.stringify({ position, recorded_at, event }) };
 }
 
 function actorOf(principal: Principal): Actor {

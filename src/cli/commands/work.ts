@@ -29,6 +29,7 @@ import { appDeps, configHelp, configOption } from '../config.ts';
 import type { Context } from '../context.ts';
 import { readInput } from '../files.ts';
 import * as render from '../render-work.ts';
+import { watch } from './work-watch.ts';
 
 /** Call one work endpoint on the server, or on the local store; same answer, same errors. */
 async function callWork(
@@ -404,4 +405,5 @@ export const workCommands: Record<string, Command> = {
   ),
   'work cancel': itemCommand('cancel_work_item', 'cancel', 'cancel a work item'),
   'work reassign': reassign,
+  'work watch': watch,
 };
