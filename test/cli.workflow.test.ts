@@ -274,6 +274,58 @@ describe('baton CLI in a Git work tree', () => {
     expect(stale.stderr).toContain('precondition_failed');
   });
 
+  it('runs the same one-line handoff again without a second revision, and publishes it anew only with --again', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    const first = parsed<HandoffJson>(await tree.baton(['handoff', 'Ship it', '--json']));
+    expect(first.revision.revision).toBe(1);
+    // Its answer lost, say: the same command again answers the same revision and writes nothing.
+    const repeat = parsed<{ prepared: null; revision: HandoffJson['revision']; already_committed: true }>(
+      await tree.baton(['handoff', 'Ship it', '--json']),
+    );
+    expect(repeat).toEqual({ prepared: null, revision: first.revision, already_committed: true });
+    const shown = ok(await tree.baton(['handoff', 'Ship it']));
+    expect(shown.stdout).toContain('Revision 1 of w already says exactly this: nothing new was written');
+    const records = parsed<{ counts: Record<string, number> }>(await tree.baton(['continuity', '--json']));
+    expect(records.counts['handoff-boundary']).toBe(1);
+
+    // Another handoff, then the first words again: a revision of its own, with a boundary of its own.
+    expect(parsed<HandoffJson>(await tree.baton(['handoff', 'Test it', '--json'])).revision.revision).toBe(2);
+    const back = parsed<HandoffJson & { prepared: { boundary_receipt: { position: number } } }>(
+      await tree.baton(['handoff', 'Ship it', '--json']),
+    );
+    expect(back.revision.revision).toBe(3);
+    expect(back.prepared.boundary_receipt.position).toBe(3);
+    const again = parsed<HandoffJson>(await tree.baton(['handoff', 'Ship it', '--again', '--json']));
+    expect(again.revision.revision).toBe(4);
+  });
+
+  it('records a receiver who changes their mind back, and stores a repeated acknowledgement once', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    ok(await tree.baton(['handoff', 'Ship it']));
+    const checks = ['--confirm-workspace', '--confirm-capability', '--confirm-authorization'];
+    const unclear = ['ack', 'needs-clarification', '--revision', '1', '--reason', 'data missing', '--json'];
+    const receipt = (result: CliResult) => parsed<{ receipt: { source_ref: SourceRefJson } }>(result).receipt;
+    const asked = receipt(await tree.baton(unclear));
+    const accepted = receipt(await tree.baton(['ack', 'accepted', '--revision', '1', ...checks, '--json']));
+    const askedAgain = receipt(await tree.baton(unclear));
+    expect(askedAgain.source_ref.source_id).not.toBe(asked.source_ref.source_id);
+    expect(accepted.source_ref.source_id).not.toBe(asked.source_ref.source_id);
+    // The same command once more (its answer lost): the same receipt, nothing stored.
+    expect(receipt(await tree.baton(unclear))).toEqual(askedAgain);
+    const continuity = parsed<{
+      transfer_state: string;
+      counts: Record<string, number>;
+      active_receipt_ref: SourceRefJson;
+    }>(await tree.baton(['continuity', '--json']));
+    expect(continuity).toMatchObject({
+      transfer_state: 'needs_clarification',
+      counts: { 'handoff-receipt': 3 },
+      active_receipt_ref: askedAgain.source_ref,
+    });
+  });
+
   it('never passes control sequences from stored text to the terminal, and keeps them exact in --json', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['bind', 'w']));

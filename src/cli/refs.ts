@@ -15,6 +15,21 @@ export function stableSourceId(prefix: string, value: unknown): string {
   return `${prefix}-${sha256Digest(canonicalJson(value)).slice('sha256:'.length, 'sha256:'.length + 16)}`;
 }
 
+/**
+ * The receipt source id of an acknowledgement: a digest of what is acknowledged and of the
+ * receipt it follows (`receipts`: the workstream's receipt source ids in journal order). The
+ * same `baton ack` run again after it was stored (its answer lost, say) finds its own receipt
+ * latest and reuses that id, so the ledger answers with the same receipt. The same choice made
+ * again after another one (accepted, needs-clarification, accepted) follows that other one:
+ * a new receipt, which decides the transfer state as the latest choice must.
+ */
+export function receiptSourceId(fields: unknown, receipts: readonly string[]): string {
+  const id = (after: string | null) => stableSourceId('receipt', { fields, after });
+  const latest = receipts.at(-1);
+  if (latest !== undefined && latest === id(receipts.at(-2) ?? null)) return latest;
+  return id(latest ?? null);
+}
+
 export interface TypedRef {
   readonly source_id: string;
   readonly digest?: Digest;

@@ -20,15 +20,16 @@ import {
   whole,
   type Command,
 } from '../command.ts';
-import { stableSourceId } from '../refs.ts';
+import { receiptSourceId, stableSourceId } from '../refs.ts';
 import { readInputFile } from '../files.ts';
 import * as render from '../render.ts';
 import {
   attribution,
   attributionHelp,
   attributionOptions,
-  currentObjective,
+  currentWork,
   declared,
+  saysTheSame,
   digestOption,
   selectionHelp,
   selectionOption,
@@ -46,8 +47,10 @@ const handoff: Command = {
   --omit TEXT              what is knowingly not included (repeatable)
   --disposition D          continue (default), blocked or complete
   --question, --option, --impact   with --disposition blocked: the decision a human must make
-  --source-id ID           the boundary source; default derived from its content, so a retry
-                           reuses it instead of storing another
+  --source-id ID           the boundary source; default derived from its content and the head
+                           it is prepared on, so a retry reuses it instead of storing another
+  --again                  publish it even when the latest revision already says exactly this
+                           (otherwise that revision is printed and nothing is written)
   --no-commit              only prepare (handoff_current_work) and print the Prepared Handoff
 ${attributionHelp}
 ${scopeHelp}
@@ -81,6 +84,7 @@ ${transportHelp}`,
     impact: { type: 'string' },
     'source-id': { type: 'string' },
     'no-commit': { type: 'boolean' },
+    again: { type: 'boolean' },
   },
   async run(context) {
     const values = context.values;
@@ -92,7 +96,8 @@ ${transportHelp}`,
       throw new UsageError('--question, --option and --impact go with --disposition blocked');
     const { scope_id } = await context.scope();
     const transport = await context.transport();
-    const objective = text(values, 'objective') ?? (await currentObjective(transport, scope_id)) ?? next;
+    const current = await currentWork(transport, scope_id);
+    const objective = text(values, 'objective') ?? current.objective ?? next;
     const who = attribution(context);
     const boundary = {
       objective,
@@ -111,7 +116,34 @@ ${transportHelp}`,
         : {}),
       ...(who ? { attribution: who } : {}),
     };
-    const source_id = text(values, 'source-id') ?? stableSourceId('handoff', boundary);
+    const { head } = current;
+    if (
+      head !== null &&
+      values.again !== true &&
+      values['no-commit'] !== true &&
+      saysTheSame(head.handoff, boundary)
+    ) {
+      // The same command run again after it committed (its answer lost, say): committing the
+      // head's own handoff on its own base is the retry the ledger answers with that revision.
+      const revision = await transport.invoke('commit_handoff', {
+        scope_id,
+        prepared: head.digest,
+        expected_head: head.handoff.base_revision,
+      });
+      context.print({ prepared: null, revision, already_committed: true }, () =>
+        [
+          `Revision ${revision.revision} of ${revision.scope_id} already says exactly this: nothing new was written\n`,
+          `  digest ${revision.prepared_digest}\n`,
+          `  objective:   ${objective}\n`,
+          `  next action: ${next}\n`,
+          `  (--again publishes it as a new revision)\n`,
+        ].join(''),
+      );
+      return;
+    }
+    const source_id =
+      text(values, 'source-id') ??
+      stableSourceId('handoff', { boundary, base_revision: head?.revision ?? 0 });
     const prepared = await transport.invoke('handoff_current_work', { scope_id, source_id, ...boundary });
     const base = prepared.prepared_handoff.base_revision;
     const retry = `baton commit --scope ${shellWord(scope_id)} --prepared ${prepared.digest} --expected-head ${base}`;
@@ -241,7 +273,8 @@ const ack: Command = {
                             (accepted needs all three; they are observations, not access control)
   --reason TEXT             why: required for needs-clarification and declined
   --receiver LABEL          who acknowledges (attribution only)
-  --source-id ID            the receipt source; default derived from the acknowledgement
+  --source-id ID            the receipt source; default derived from the acknowledgement and
+                            the receipt before it: the same command run again reuses it
 ${selectionHelp}
 ${scopeHelp}
 ${transportHelp}`,
@@ -309,7 +342,11 @@ ${transportHelp}`,
       ...(reason === undefined ? {} : { reason }),
       ...(receiver === undefined ? {} : { receiver }),
     } satisfies Omit<OperationInput<'acknowledge_handoff'>, 'scope_id' | 'source_id'>;
-    const source_id = text(context.values, 'source-id') ?? stableSourceId('receipt', fields);
+    const receipts = async () =>
+      (await transport.invoke('get_work_continuity', { scope_id })).timeline
+        .filter((event) => event.kind === 'handoff-receipt')
+        .map((event) => event.source_ref.source_id);
+    const source_id = text(context.values, 'source-id') ?? receiptSourceId(fields, await receipts());
     const result = await transport.invoke('acknowledge_handoff', { scope_id, source_id, ...fields });
     context.print(result, () => render.acknowledged(result));
   },

@@ -2,7 +2,8 @@
  * Option helpers shared by the work commands: attribution labels, declared claims, the
  * workstream's current objective, and a --revision / --prepared selection.
  */
-import { digestPattern, type Digest } from '../../core/canonical.ts';
+import { canonicalJson, digestPattern, type Digest } from '../../core/canonical.ts';
+import type { PreparedHandoff } from '../../core/handoff/prepared.ts';
 import { text, UsageError, whole } from '../command.ts';
 import type { Context } from '../context.ts';
 import type { Transport } from '../transport.ts';
@@ -25,10 +26,61 @@ export function declared(texts: readonly string[]) {
   return texts.map((claim) => ({ text: claim, basis: 'declared' as const }));
 }
 
-/** The objective the workstream is working on: its committed handoff's, else its contract's. */
-export async function currentObjective(transport: Transport, scope_id: string): Promise<string | undefined> {
+/** The workstream's head: its committed handoff (or null) and its objective. */
+export async function currentWork(
+  transport: Transport,
+  scope_id: string,
+): Promise<{
+  head: { revision: number; digest: Digest; handoff: PreparedHandoff } | null;
+  objective?: string;
+}> {
   const context = await transport.invoke('prepare_context', { scope_id });
-  return context.handoff?.handoff.objective ?? context.work_contract?.record.objective;
+  const objective = context.handoff?.handoff.objective ?? context.work_contract?.record.objective;
+  return { head: context.handoff, ...(objective === undefined ? {} : { objective }) };
+}
+
+/** What `baton handoff` hands over, as it compares with a committed handoff. */
+export interface HandoffWords {
+  readonly objective: string;
+  readonly disposition: string;
+  readonly current_state: readonly { readonly text: string; readonly basis: string }[];
+  readonly next_action: { readonly text: string };
+  readonly omissions: readonly string[];
+  readonly blocked?: {
+    readonly question: string;
+    readonly options: readonly string[];
+    readonly impact: string;
+  };
+}
+
+/**
+ * Whether a committed handoff says exactly this: the same objective, disposition, statements
+ * (text and basis), next action, omissions and decision. Citations are not compared: a repeat
+ * cites the boundary the first run stored.
+ */
+export function saysTheSame(handoff: PreparedHandoff, words: HandoffWords): boolean {
+  const blocked = (value: HandoffWords['blocked']) =>
+    value === undefined
+      ? null
+      : { question: value.question, options: [...value.options], impact: value.impact };
+  return (
+    canonicalJson({
+      objective: handoff.objective,
+      disposition: handoff.disposition,
+      statements: handoff.statements.map(({ text, basis }) => ({ text, basis })),
+      next_action: handoff.next_action.text,
+      omissions: handoff.omissions,
+      blocked: blocked(handoff.blocked),
+    }) ===
+    canonicalJson({
+      objective: words.objective,
+      disposition: words.disposition,
+      statements: words.current_state.map(({ text, basis }) => ({ text, basis })),
+      next_action: words.next_action.text,
+      omissions: words.omissions,
+      blocked: blocked(words.blocked),
+    })
+  );
 }
 
 export function digestOption(context: Context, name: string): Digest | undefined {

@@ -17,7 +17,7 @@ import {
 } from '../command.ts';
 import { exactRef, parseRef, stableSourceId } from '../refs.ts';
 import * as render from '../render.ts';
-import { attribution, attributionHelp, attributionOptions, currentObjective, declared } from './inputs.ts';
+import { attribution, attributionHelp, attributionOptions, currentWork, declared } from './inputs.ts';
 
 const contract: Command = {
   summary: 'agree work before it starts: store a Work Contract (create_work_contract)',
@@ -164,7 +164,7 @@ ${transportHelp}`,
     const checks = list(values, 'check').map(parseCheck);
     const { scope_id } = await context.scope();
     const transport = await context.transport();
-    const objective = text(values, 'objective') ?? (await currentObjective(transport, scope_id));
+    const objective = text(values, 'objective') ?? (await currentWork(transport, scope_id)).objective;
     if (objective === undefined) {
       throw new UsageError(
         `--objective is required: ${scope_id} has no handoff or work contract to take it from`,
