@@ -326,6 +326,23 @@ describe('baton CLI in a Git work tree', () => {
     });
   });
 
+  it('offers only clarification or decline while a citation is unavailable, as acceptance would be refused', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    const committed = parsed<HandoffJson & { prepared: { boundary_receipt: { source_ref: SourceRefJson } } }>(
+      await tree.baton(['handoff', 'Ship it', '--json']),
+    );
+    const readable = ok(await tree.baton(['continue'])).stdout;
+    expect(readable).toContain('baton ack accepted --revision 1');
+    const boundary = committed.prepared.boundary_receipt.source_ref.source_id;
+    ok(await tree.baton(['retract', '--source-id', boundary, '--reason', 'pasted a secret']));
+    const unavailable = ok(await tree.baton(['continue'])).stdout;
+    expect(unavailable).toContain('Evidence: unavailable');
+    expect(unavailable).toContain('It cannot be accepted while a citation is unavailable');
+    expect(unavailable).not.toContain('baton ack accepted');
+    expect(unavailable).toContain('baton ack needs-clarification --revision 1 --reason');
+  });
+
   it('never passes control sequences from stored text to the terminal, and keeps them exact in --json', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['bind', 'w']));

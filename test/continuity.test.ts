@@ -533,6 +533,29 @@ for (const backend of backends) {
         expect(markdown).toContain('Transfer: **accepted** · outcome: **covered**');
       });
 
+      it('shows the contract and outcomes recorded before any handoff is committed, in the Markdown too', async () => {
+        await createWorkContract(deps, {
+          ...at,
+          source_id: 'c',
+          objective: 'Import the CSV',
+          completion_criteria: ['c'],
+        });
+        await recordTaskOutcome(deps, {
+          ...outcome('o-1'),
+          status: 'failed',
+          summary: 'The import stopped at row 12',
+        });
+        const markdown = workstreamMarkdown(await readWorkstreamReport(deps, at));
+        expect(markdown).toContain('No handoff has been committed here yet.');
+        expect(markdown).toContain('## Work recorded so far');
+        expect(markdown).toContain('Transfer: **not_applicable** · outcome: **not_expected**');
+        const contract = markdown.indexOf('| work-contract | Import the CSV |');
+        const failed = markdown.indexOf('| task-outcome (failed) | The import stopped at row 12 |');
+        expect(contract).toBeGreaterThan(0);
+        expect(failed).toBeGreaterThan(contract);
+        expect(markdown).toContain('grant no authority');
+      });
+
       it('truncates the timeline at 64 events yet decides coverage from every record', async () => {
         await send('b-1');
         const receipt = await accept('r-1', 1);

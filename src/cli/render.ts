@@ -78,9 +78,17 @@ export function resolution(result: OperationResult<'continue_handoff'>): string 
     `Evidence: ${result.evidence} (${result.evidence_checks.length} citation(s); readable is not verified)`,
     ...checks,
     '',
-    'To take it on, after checking the live workspace, your capability and your authorization:',
-    `  baton ack accepted ${target} --confirm-workspace --confirm-capability --confirm-authorization`,
-    `  baton ack needs-clarification ${target} --reason "…"     baton ack declined ${target} --reason "…"`,
+    ...(result.evidence === 'unavailable'
+      ? [
+          // Acceptance would be refused (precondition_failed): only the two other answers are offered.
+          'It cannot be accepted while a citation is unavailable. Ask for what is missing, or decline:',
+          `  baton ack needs-clarification ${target} --reason "…"     baton ack declined ${target} --reason "…"`,
+        ]
+      : [
+          'To take it on, after checking the live workspace, your capability and your authorization:',
+          `  baton ack accepted ${target} --confirm-workspace --confirm-capability --confirm-authorization`,
+          `  baton ack needs-clarification ${target} --reason "…"     baton ack declined ${target} --reason "…"`,
+        ]),
   );
 }
 
