@@ -392,7 +392,17 @@ describe('baton CLI in a Git work tree', () => {
     expect(contract.trust).toBe('untrusted_input');
     expect(contract.record.completion_criteria).toEqual(['totals match', 'UTF-8']);
     ok(await tree.baton(['handoff', 'Write the exporter']));
-    expect(ok(await tree.baton(['context'])).stdout).toContain('Work contract');
+    // A person reads every part of the agreement, not only its objective.
+    const context = ok(await tree.baton(['context'])).stdout;
+    expect(context).toContain(
+      [
+        '  objective: Export CSV',
+        '  excluded: PDF',
+        '  done when: totals match',
+        '  done when: UTF-8',
+        '  authorization note: may not deploy',
+      ].join('\n'),
+    );
     const noReason = await tree.baton(['ack', 'needs-clarification']);
     expect(noReason.code).toBe(1);
     expect(noReason.stderr).toContain('fix --reason');

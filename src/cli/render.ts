@@ -4,6 +4,7 @@
  */
 import type { OperationResult } from '../client/types.ts';
 import type { SourceReceipt, SourceRef } from '../core/ledger/source.ts';
+import type { WorkContract } from '../core/continuity/records.ts';
 
 function lines(...parts: (string | false | null | undefined)[]): string {
   return `${parts.filter((part): part is string => typeof part === 'string').join('\n')}\n`;
@@ -153,6 +154,20 @@ export function reviewed(result: OperationResult<'review_experience'>): string {
   );
 }
 
+/** A Work Contract as people read it: every field, each list item on its own line. */
+export function workContract(record: WorkContract): string[] {
+  const list = (label: string, items: readonly string[]) => items.map((item) => `  ${label} ${item}`);
+  return [
+    `  objective: ${record.objective}`,
+    ...record.facts.map((fact) => `  fact (${fact.basis}): ${fact.text}`),
+    ...list('in scope:', record.in_scope),
+    ...list('excluded:', record.exclusions),
+    ...list('done when:', record.completion_criteria),
+    ...list('authorization note:', record.authorization_notes),
+    ...list('open question:', record.open_questions),
+  ];
+}
+
 export function context(result: OperationResult<'prepare_context'>): string {
   return lines(
     `Prepared context for project ${result.project_id}${result.scope_id === null ? '' : `, workstream ${result.scope_id}`}`,
@@ -161,9 +176,10 @@ export function context(result: OperationResult<'prepare_context'>): string {
       ? `Handoff revision ${result.handoff.revision}: ${result.handoff.handoff.objective}\n  next action: ${result.handoff.handoff.next_action.text}`
       : 'No committed handoff.',
     result.work_contract
-      ? `Work contract ${result.work_contract.source_ref.source_id}: ${result.work_contract.record.objective}\n${result.work_contract.record.completion_criteria
-          .map((criterion) => `  done when: ${criterion}`)
-          .join('\n')}`
+      ? [
+          `Work contract ${result.work_contract.source_ref.source_id}:`,
+          ...workContract(result.work_contract.record),
+        ].join('\n')
       : 'No work contract.',
     `Approved experience: ${result.experience.length}`,
     ...result.experience.map((candidate) => `  - ${candidate.draft.lesson}`),

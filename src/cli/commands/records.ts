@@ -81,7 +81,12 @@ ${transportHelp}`,
     const source_id = text(values, 'source-id') ?? stableSourceId('contract', fields);
     const transport = await context.transport();
     const result = await transport.invoke('create_work_contract', { scope_id, source_id, ...fields });
-    context.print(result, () => render.receipt('Work contract', result.receipt, result.trust));
+    context.print(
+      result,
+      () =>
+        render.receipt('Work contract', result.receipt, result.trust) +
+        `${render.workContract(result.record).join('\n')}\n`,
+    );
   },
 };
 
