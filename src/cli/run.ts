@@ -251,10 +251,40 @@ function groupHelp(group: string, names: readonly string[]): string {
   return `Usage: baton ${group} <command> [options]\n\n${lines.join('\n')}\n\nbaton ${group} <command> --help for its options and examples\n`;
 }
 
-function findCommand(words: readonly string[]): string | undefined {
+/** The command a command line names: two words (`work show`) before one; undefined for none. */
+export function findCommand(words: readonly string[]): string | undefined {
   const two = `${words[0]} ${words[1]}`;
   if (words.length > 1 && commands[two]) return two;
   return commands[words[0]!] ? words[0] : undefined;
+}
+
+/**
+ * A command's options and positionals, checked as every run checks them: an unknown option, a
+ * value option given twice, and (unless --help) a word after a command that takes none throw
+ * a UsageError or parseArgs' ERR_PARSE_ARGS error, which run() reports with exit 2.
+ */
+export function parseOptions(
+  name: string,
+  command: Command,
+  rest: readonly string[],
+): { values: Values; positionals: string[] } {
+  const parsed = parseArgs({
+    args: [...rest],
+    options: command.options,
+    allowPositionals: true,
+    strict: true,
+    tokens: true,
+  });
+  const values = parsed.values as Values;
+  refuseRepeated(parsed.tokens, command.options);
+  const [unexpected] = parsed.positionals;
+  if (values.help !== true && !command.positionals && unexpected !== undefined) {
+    // `baton report s1` would otherwise print the whole project's report, not s1's.
+    throw new UsageError(
+      `unexpected argument ${JSON.stringify(unexpected)}: baton ${name} takes options only`,
+    );
+  }
+  return { values, positionals: parsed.positionals };
 }
 
 /**
@@ -303,25 +333,11 @@ export async function run(argv: readonly string[], terminal: Io): Promise<number
   let values: Values = {};
   let context: ReturnType<typeof createContext> | undefined;
   try {
-    const parsed = parseArgs({
-      args: rest,
-      options: command.options,
-      allowPositionals: true,
-      strict: true,
-      tokens: true,
-    });
-    values = parsed.values as Values;
-    refuseRepeated(parsed.tokens, command.options);
+    const parsed = parseOptions(name, command, rest);
+    values = parsed.values;
     if (values.help === true) {
       io.out(help(command));
       return 0;
-    }
-    const [unexpected] = parsed.positionals;
-    if (!command.positionals && unexpected !== undefined) {
-      // `baton report s1` would otherwise print the whole project's report, not s1's.
-      throw new UsageError(
-        `unexpected argument ${JSON.stringify(unexpected)}: baton ${name} takes options only`,
-      );
     }
     context = createContext(values, parsed.positionals, io, {
       createsDatabase: command.createsDatabase === true,
