@@ -343,6 +343,30 @@ describe('baton CLI in a Git work tree', () => {
     expect(unavailable).toContain('baton ack needs-clarification --revision 1 --reason');
   });
 
+  it('refuses to acknowledge "latest" when it is not the revision baton continue showed', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    ok(await tree.baton(['handoff', 'Ship it']));
+    expect(ok(await tree.baton(['continue'])).stdout).toContain('Workstream w: revision 1');
+    ok(await tree.baton(['handoff', 'Ship it to staging first']));
+    const checks = ['--confirm-workspace', '--confirm-capability', '--confirm-authorization'];
+    const unread = await tree.baton(['ack', 'accepted', ...checks]);
+    expect(unread.code).toBe(1);
+    expect(unread.stderr).toContain(
+      'the latest handoff is revision 2, but baton continue last showed you revision 1: read the latest with baton continue, or pass --revision 1',
+    );
+    const continuity = parsed<{ counts: Record<string, number> }>(await tree.baton(['continuity', '--json']));
+    expect(continuity.counts['handoff-receipt']).toBe(0);
+
+    expect(ok(await tree.baton(['continue'])).stdout).toContain('Workstream w: revision 2');
+    const accepted = parsed<{ record: { target: { revision: number } } }>(
+      await tree.baton(['ack', 'accepted', ...checks, '--json']),
+    );
+    expect(accepted.record.target.revision).toBe(2);
+    // What was shown stays in the git directory: the work tree has nothing new.
+    expect(await tree.git('status', '--porcelain')).toBe('');
+  });
+
   it('never passes control sequences from stored text to the terminal, and keeps them exact in --json', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['bind', 'w']));

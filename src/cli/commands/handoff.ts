@@ -21,6 +21,7 @@ import {
   type Command,
 } from '../command.ts';
 import { receiptSourceId, stableSourceId } from '../refs.ts';
+import { lastSeen, recordSeen } from '../seen.ts';
 import { readInputFile } from '../files.ts';
 import * as render from '../render.ts';
 import {
@@ -248,7 +249,11 @@ ${transportHelp}`,
   async run(context) {
     const selection = selectionOption(context) ?? 'latest';
     const { scope_id } = await context.scope();
-    const result = await (await context.transport()).invoke('continue_handoff', { scope_id, selection });
+    const transport = await context.transport();
+    const result = await transport.invoke('continue_handoff', { scope_id, selection });
+    if (result.selection.kind === 'exact') {
+      await recordSeen(context.cwd, transport.where, scope_id, result.selection);
+    }
     context.print(result, () => render.resolution(result));
   },
 };
@@ -317,11 +322,25 @@ ${transportHelp}`,
     let target = selectionOption(context);
     if (!target) {
       const latest = await transport.invoke('continue_handoff', { scope_id, selection: 'latest' });
+      const seen = await lastSeen(context.cwd, transport.where, scope_id);
+      if (
+        seen !== undefined &&
+        latest.selection.kind === 'exact' &&
+        (seen.revision !== latest.selection.revision || seen.digest !== latest.selection.digest)
+      ) {
+        // What the receiver read is not what "latest" is now: no choice binds until they read it.
+        throw new BatonError(
+          'precondition_failed',
+          `the latest handoff is revision ${latest.selection.revision}, but baton continue last showed you revision ${seen.revision}: ` +
+            `read the latest with baton continue, or pass --revision ${seen.revision} to answer the one you read`,
+          { latest_revision: latest.selection.revision, seen_revision: seen.revision },
+        );
+      }
       target =
         latest.selection.kind === 'exact'
           ? { exact: latest.selection.revision }
           : { prepared: latest.selection.digest };
-      if (context.values.json !== true && 'exact' in target) {
+      if (context.values.json !== true && 'exact' in target && seen === undefined) {
         context.io.err(
           `note: acknowledging revision ${target.exact}, the latest right now; to acknowledge exactly what ` +
             'you inspected, pass the --revision that baton continue showed\n',
