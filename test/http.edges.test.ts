@@ -60,6 +60,48 @@ describe('edges of the HTTP surface', () => {
   });
   afterAll(() => h.dispose());
 
+  it("says baton-api: v1 on every answer, refusals before routing and by Node's parser included", async () => {
+    const host = `127.0.0.1:${h.port}`;
+    const replies = [
+      await sendBytes(h.port, `GET /healthz HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n`),
+      await sendBytes(
+        h.port,
+        `GET /healthz HTTP/1.1\r\nHost: ${host}\r\nOrigin: null\r\nConnection: close\r\n\r\n`,
+      ),
+      await sendBytes(
+        h.port,
+        `GET /v1/sessions/%zz/work HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      ),
+      await sendBytes(h.port, `GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n`),
+      await sendBytes(
+        h.port,
+        `POST /healthz HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab`,
+      ),
+    ];
+    expect(replies.map((reply) => reply.status)).toEqual([403, 403, 400, 400, 400]);
+    for (const reply of replies) {
+      expect(reply.headers['baton-api']).toBe('v1');
+      expect(errorEnvelopeSchema.safeParse(JSON.parse(reply.text)).success, reply.text).toBe(true);
+    }
+  });
+
+  it('answers HEAD on an event stream with its headers only, holding no stream open', async () => {
+    const auth = `Authorization: Bearer ${h.tokens.writer}\r\n`;
+    await h.call('POST', '/v1/sessions', { body: { session_id: 'heads' } });
+    const head = await sendBytes(
+      h.port,
+      `HEAD /v1/sessions/heads/events HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\n${auth}Connection: close\r\n\r\n`,
+    );
+    expect(head.status).toBe(200);
+    expect(head.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(head.text).toBe('');
+    const unknown = await sendBytes(
+      h.port,
+      `HEAD /v1/sessions/nobody/events HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\n${auth}Connection: close\r\n\r\n`,
+    );
+    expect(unknown.status).toBe(404);
+  });
+
   const send = (path: string, method = 'GET', body?: string) =>
     rawRequest({
       port: h.port,

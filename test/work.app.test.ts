@@ -129,6 +129,41 @@ for (const backend of backends) {
       expect(events).toHaveLength(4);
     });
 
+    it('lands 30 concurrent changes that do not conflict, each once, by deciding again on the moved head', async () => {
+      const { store, deps } = await setup();
+      await work.createContract(
+        deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...definition },
+        model,
+      );
+      const writers = 30;
+      const attempts = await Promise.allSettled(
+        Array.from({ length: writers }, (_, index) =>
+          work.attachEvidence(
+            deps,
+            'acme',
+            {
+              session_id: 's-1',
+              revision: 1,
+              item_id: 'inspect',
+              evidence: { type: 'child_session', session_id: `child-${index}` },
+              operation_id: `op-${index}`,
+            },
+            model,
+          ),
+        ),
+      );
+      expect(attempts.filter((attempt) => attempt.status === 'rejected')).toEqual([]);
+      const attached = [];
+      for await (const entry of store.readStream(work.sessionStream('acme', 's-1'), {
+        kinds: ['work_event'],
+      }))
+        if ((entry.content as { kind: { type: string } }).kind.type === 'evidence_attached')
+          attached.push(entry);
+      expect(attached).toHaveLength(writers);
+    });
+
     it('waits for input, refuses a stale answer after a revision, and resumes with a current one', async () => {
       const { deps } = await setup();
       const asking = {

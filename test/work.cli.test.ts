@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readWork } from '../src/app/work.ts';
+import { readWork, startSession } from '../src/app/work.ts';
 import { run } from '../src/cli/run.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { startServer } from '../src/http/server.ts';
@@ -323,6 +323,44 @@ describe('baton work against a server', () => {
     } finally {
       await server.close();
       await opened.dispose();
+    }
+  });
+});
+
+describe('a session whose workspace cannot be used', () => {
+  it('makes the gate and the verifier refuse with the workspace named, never crash; a control character is refused at start', async () => {
+    const store = await openSqliteStore({ path: database });
+    try {
+      const deps = { store, clock: systemClock };
+      const missing = join(dir, 'gone');
+      await startSession(deps, 'default', { session_id: 'away', workspace: missing });
+      const notFolder = join(dir, 'contract.json');
+      await startSession(deps, 'default', { session_id: 'file', workspace: notFolder });
+      await expect(
+        startSession(deps, 'default', { session_id: 'nul', workspace: '/tmp/a\u0000b' }),
+      ).rejects.toMatchObject({ code: 'invalid_input', data: { issues: [{ path: 'workspace' }] } });
+    } finally {
+      await store.close();
+    }
+    for (const session of ['away', 'file']) {
+      ok(await baton('work', 'create', session, '--file', 'contract.json'));
+      ok(await baton('work', 'confirm', session, '--revision', '1', '--answer', 'db=staging'));
+    }
+    const cases: [string, string][] = [
+      ['away', 'does not exist on this machine'],
+      ['file', 'is not a folder'],
+    ];
+    for (const [session, why] of cases) {
+      for (const args of [
+        ['work', 'gate', '--session', session],
+        ['work', 'verify', '--session', session],
+      ]) {
+        const result = await baton(...args);
+        expect(result.code, args.join(' ')).toBe(1);
+        expect(result.stderr).toContain(`precondition_failed: the session's workspace`);
+        expect(result.stderr).toContain(why);
+        expect(result.stderr).not.toMatch(/\n\s+at /);
+      }
     }
   });
 });

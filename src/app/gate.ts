@@ -6,7 +6,7 @@
  * allowed; it never ends completed that way.
  */
 import { BatonError } from '../core/errors.ts';
-import { workspaceCheckpoint } from '../agent/checkpoint.ts';
+import { usableWorkspaceCheckpoint } from './workspace-paths.ts';
 import { exhaustedStatus, workGate, type GateDecision } from '../core/work/gate.ts';
 import { activeContract } from '../core/work/projector.ts';
 import { workEvent } from '../core/work/runtime.ts';
@@ -65,7 +65,7 @@ export async function stopGate(
 ): Promise<StopGateResult> {
   const { session_id } = input;
   const header = await readSessionHeader(deps, project_id, session_id);
-  const checkpoint = header?.workspace ? (await workspaceCheckpoint(header.workspace)).checkpoint : null;
+  const checkpoint = header?.workspace ? await usableWorkspaceCheckpoint(header.workspace) : null;
   const live = { live_children: input.live_children ?? [], checkpoint };
   const max = input.max_blocks ?? defaultMaxBlocks;
   if (!Number.isSafeInteger(max) || max < 1 || max > maxBlocksLimit) {

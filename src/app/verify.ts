@@ -10,7 +10,6 @@
 import { constants as fsConstants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { workspaceCheckpoint } from '../agent/checkpoint.ts';
 import { runSandboxed, type SandboxOptions } from '../agent/sandbox.ts';
 import { BatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
@@ -34,7 +33,7 @@ import {
   type SessionEntryInput,
   type WorkSnapshot,
 } from './work.ts';
-import { openedInside, workspaceChecker } from './workspace-paths.ts';
+import { openedInside, usableWorkspaceCheckpoint, workspaceChecker } from './workspace-paths.ts';
 
 /** A read-only judge of semantic criteria; without one they stay unverified. */
 export type SemanticJudge = (
@@ -311,7 +310,7 @@ export async function verifyWork(
   }
   const header = await readSessionHeader(deps, project_id, session_id);
   const workspace = options.workspace ?? header?.workspace ?? null;
-  const checkpoint = workspace === null ? null : (await workspaceCheckpoint(workspace)).checkpoint;
+  const checkpoint = workspace === null ? null : await usableWorkspaceCheckpoint(workspace);
   const facts = await readFacts(deps, project_id, session_id);
   const secrets = secretValuesFromEnv(options.env ?? process.env);
   const newId = uuidv7Generator(deps.clock);

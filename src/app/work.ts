@@ -93,6 +93,13 @@ async function sessionHeaderOf(
   if (parsed.workspace !== undefined && !parsed.workspace.startsWith('/')) {
     throw new BatonError('invalid_input', 'a session workspace is an absolute path', {
       workspace: parsed.workspace,
+      issues: [{ path: 'workspace', message: 'an absolute path' }],
+    });
+  }
+  // eslint-disable-next-line no-control-regex -- no folder's name holds a control character (NUL above all)
+  if (parsed.workspace !== undefined && /[\u0000-\u001f]/.test(parsed.workspace)) {
+    throw new BatonError('invalid_input', 'a session workspace names a folder: no control characters', {
+      issues: [{ path: 'workspace', message: 'no control characters' }],
     });
   }
   if (parsed.parent_session_id !== undefined) {
@@ -312,7 +319,12 @@ export interface SessionEntryInput {
 export type Decided =
   WorkEventInput[] | { readonly entries: SessionEntryInput[]; readonly events: WorkEventInput[] };
 
-const commitAttempts = 5;
+/**
+ * How often a change is decided again when another write moved the session first. Each retry
+ * waits a random moment that grows with the attempt, so concurrent writers spread out instead
+ * of colliding again; 30 writers at once all land (test/work.app.test.ts).
+ */
+const commitAttempts = 25;
 
 /**
  * Decide events against the head, apply them and the runtime's follow-ups to the projector
@@ -360,9 +372,16 @@ export async function commitWork(
     try {
       await deps.store.append(stream, writes, { expected_head: loaded.head });
     } catch (error) {
-      if (error instanceof BatonError && error.code === 'revision_conflict' && attempt < commitAttempts)
-        continue;
-      throw error;
+      if (!(error instanceof BatonError && error.code === 'revision_conflict')) throw error;
+      if (attempt >= commitAttempts) {
+        throw new BatonError(
+          'revision_conflict',
+          `the session kept moving under other writes (${attempt} attempts); nothing was written: retry`,
+          { rule: 'contention', attempts: attempt },
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
+      continue;
     }
     return snapshot(stream, loaded.head + writes.length, projector);
   }

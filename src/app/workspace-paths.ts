@@ -6,6 +6,8 @@
 import { realpathSync } from 'node:fs';
 import { readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
+import { workspaceCheckpoint } from '../agent/checkpoint.ts';
+import { BatonError } from '../core/errors.ts';
 
 function within(root: string, path: string): boolean {
   const rel = relative(root, path);
@@ -60,5 +62,37 @@ export async function openedInside(workspace: string, handle: FileHandle, path: 
     return within(root, named) && held.dev === found.dev && held.ino === found.ino;
   } catch {
     return false;
+  }
+}
+
+/**
+ * The checkpoint of a session's workspace, or precondition_failed naming the workspace when it
+ * cannot be used: it holds a control character, is missing, is not a folder, or cannot be
+ * read. A workspace recorded by another machine's session, or deleted since, is then a clear
+ * refusal of the gate or the verifier instead of a crash.
+ */
+export async function usableWorkspaceCheckpoint(workspace: string): Promise<string> {
+  const refuse = (why: string, data: Record<string, unknown> = {}) =>
+    new BatonError('precondition_failed', `the session's workspace ${JSON.stringify(workspace)} ${why}`, {
+      workspace,
+      ...data,
+    });
+  // eslint-disable-next-line no-control-regex -- a path with a control character (NUL above all) names no folder
+  if (/[\u0000-\u001f]/.test(workspace)) throw refuse('holds a control character; no folder has that name');
+  let info;
+  try {
+    info = await stat(workspace);
+  } catch (error) {
+    const { code } = error as NodeJS.ErrnoException;
+    throw refuse(code === 'ENOENT' ? 'does not exist on this machine' : `cannot be read (${code})`, {
+      errno: code,
+    });
+  }
+  if (!info.isDirectory()) throw refuse('is not a folder');
+  try {
+    return (await workspaceCheckpoint(workspace)).checkpoint;
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    throw refuse(`cannot be read (${code ?? message})`, { errno: code ?? null });
   }
 }

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { bodyLimit } from '../core/api.ts';
+import { batonApiHeader, batonApiVersion, bodyLimit } from '../core/api.ts';
 import { BatonError, errorCodes, type ErrorCode, type ErrorData } from '../core/errors.ts';
 
 export const statusOf: Readonly<Record<ErrorCode, number>> = {
@@ -113,7 +113,12 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: u
   const body = encoded.internal
     ? envelope('internal', encoded.body.error.message, { request_id: request.id })
     : encoded.body;
-  return reply.code(encoded.status).type('application/json; charset=utf-8').send(body);
+  // Also for refusals answered before any hook ran (a malformed URL): every answer says it is Baton's.
+  return reply
+    .code(encoded.status)
+    .header(batonApiHeader, batonApiVersion)
+    .type('application/json; charset=utf-8')
+    .send(body);
 }
 
 /**
@@ -159,6 +164,7 @@ export function answerClientError(this: FastifyInstance, error: ConnectionError,
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
       'content-type: application/json; charset=utf-8\r\n' +
+      `${batonApiHeader}: ${batonApiVersion}\r\n` +
       `content-length: ${Buffer.byteLength(text)}\r\n` +
       `connection: close\r\n\r\n${text}`,
     () => socket.destroy(),

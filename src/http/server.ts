@@ -114,6 +114,12 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     },
   });
   installErrorHandling(app);
+  // First of all hooks, so refusals by the later ones carry it too. Every answer says it comes from Baton, so a client pointed at another server that happens
+  // to answer 200 with JSON refuses it instead of reading it as a Baton result.
+  app.addHook('onRequest', (_request, reply, done) => {
+    void reply.header(batonApiHeader, batonApiVersion);
+    done();
+  });
   let hosts = allowedHosts(host, options.port ?? defaultPort, options.allowedHosts);
   app.addHook('onListen', async () => {
     hosts = allowedHosts(host, (app.server.address() as AddressInfo).port, options.allowedHosts);
@@ -121,12 +127,6 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   guardHosts(app, () => hosts);
   refuseMalformedQuery(app);
   closeGracefully(app);
-  // Every answer says it comes from Baton, so a client pointed at another server that happens
-  // to answer 200 with JSON refuses it instead of reading it as a Baton result.
-  app.addHook('onRequest', (_request, reply, done) => {
-    void reply.header(batonApiHeader, batonApiVersion);
-    done();
-  });
   installJsonParser(app);
   // No parsing hook: src/http/auth.ts reads the session cookie only when a request needs it.
   await app.register(fastifyCookie, { hook: false });

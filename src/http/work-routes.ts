@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
-import { followWorkEvents } from '../app/work.ts';
+import { followWorkEvents, sessionStream } from '../app/work.ts';
 import { BatonError } from '../core/errors.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
@@ -109,6 +109,14 @@ function registerEvents(
         'session_id',
       );
       const after = resumeAfter(request);
+      if (request.method === 'HEAD') {
+        // The headers a GET would start with, and no stream: a HEAD holds no slot and no subscription.
+        await deps.store.getStream(sessionStream(project_id, session_id));
+        return reply
+          .header('content-type', 'text/event-stream; charset=utf-8')
+          .header('cache-control', 'no-cache, no-transform')
+          .send();
+      }
       const { token_id } = principal;
       const held = open.get(token_id) ?? 0;
       if (held >= maxPerToken) {
