@@ -282,6 +282,16 @@ describe('baton CLI: options out of range and outputs that fail', () => {
         details: { errno: 'ENOENT', syscall: 'open', path: missing },
       },
     });
+    // A folder opens and fails only when read: the answer still names it.
+    const folder = await baton('capture', '--scope', 'w', '--source-id', 'm', '--file', dir, '--json');
+    expect(folder.code).toBe(1);
+    expect(JSON.parse(folder.stderr)).toEqual({
+      error: {
+        code: 'invalid_input',
+        message: `EISDIR: ${dir} is a folder: give a file`,
+        details: { errno: 'EISDIR', syscall: 'read', path: dir },
+      },
+    });
   });
 
   it('refuses to read a database that does not exist, and leaves none behind', async () => {

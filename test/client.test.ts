@@ -287,6 +287,15 @@ describe('typed client', () => {
     }
   });
 
+  it('refuses a token no header can carry as invalid_input, not as an unreachable server', () => {
+    for (const bad of ['baton_\u0001x', 'baton_ x', 'baton_é', '']) {
+      expect(() => createClient({ baseUrl: server.url, token: bad })).toThrow(/check --token or BATON_TOKEN/);
+      expect(() => createClient({ baseUrl: server.url, token: bad })).toThrow(
+        expect.objectContaining({ code: 'invalid_input' }) as Error,
+      );
+    }
+  });
+
   it('refuses a base URL that is not http(s) as invalid_input', () => {
     for (const baseUrl of ['127.0.0.1:4680', 'not a url', 'ftp://example.com/']) {
       expect(() => createClient({ baseUrl, token })).toThrow(

@@ -39,7 +39,16 @@ export async function readInputFile(path: string): Promise<string> {
     const buffer = Buffer.alloc(bodyLimit + 1);
     let length = 0;
     while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(buffer, length, buffer.length - length, null));
+      } catch (error) {
+        // Opening a folder succeeds and reading it fails, with no path in the error: name it.
+        const failure = error as NodeJS.ErrnoException;
+        failure.path ??= path;
+        if (failure.code === 'EISDIR') failure.message = `EISDIR: ${path} is a folder: give a file`;
+        throw failure;
+      }
       if (bytesRead === 0) break;
       length += bytesRead;
     }

@@ -110,6 +110,14 @@ function serverBase(baseUrl: string | URL): URL {
 /** A client for one server and token. */
 export function createClient(options: ClientOptions): BatonClient {
   const base = serverBase(options.baseUrl);
+  // fetch would refuse such a header as if the server could not be reached.
+  if (typeof options.token !== 'string' || !/^[\x21-\x7e]+$/.test(options.token)) {
+    throw new BatonError(
+      'invalid_input',
+      'the token holds spaces, control characters or non-ASCII characters, which no token has: check --token or BATON_TOKEN',
+      { issues: [{ path: 'token', message: 'visible ASCII characters only' }] },
+    );
+  }
   if (!base.pathname.endsWith('/')) base.pathname += '/';
   const send = options.fetch ?? globalThis.fetch;
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
