@@ -10,8 +10,9 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient, type BatonClient, type WorkEventMessage } from '../src/client/index.ts';
-import { BatonError } from '../src/core/errors.ts';
+import type { BatonError } from '../src/core/errors.ts';
 import { project_id, startHarness, type HttpHarness } from './helpers/http.ts';
+import { rejection } from './helpers/errors.ts';
 import { backends } from './helpers/stores.ts';
 import { contractBody } from './helpers/work-surface.ts';
 
@@ -47,15 +48,6 @@ function collect(iterable: AsyncIterable<WorkEventMessage>, count = Infinity) {
     }
   })();
   return { received, done };
-}
-
-async function failure(promise: Promise<unknown>): Promise<BatonError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(BatonError);
-  return error as BatonError;
 }
 
 async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
@@ -131,24 +123,24 @@ describe('client.workEvents', () => {
       for await (const message of iterable) return message;
       return undefined;
     };
-    expect((await failure(first(client.workEvents({ session_id: 'nobody' })))).code).toBe('not_found');
+    expect((await rejection(first(client.workEvents({ session_id: 'nobody' })))).code).toBe('not_found');
     const rival = createClient({ baseUrl: h.url, token: h.tokens.rival });
-    expect((await failure(first(rival.workEvents({ session_id: 's1' })))).code).toBe('not_found');
-    const past = await failure(first(client.workEvents({ session_id: 's1', after: 99 })));
+    expect((await rejection(first(rival.workEvents({ session_id: 's1' })))).code).toBe('not_found');
+    const past = await rejection(first(client.workEvents({ session_id: 's1', after: 99 })));
     expect(past.code).toBe('invalid_input');
     expect(past.data).toMatchObject({ after: 99, head: 1 });
     for (const after of [-1, 1.5]) {
-      expect((await failure(first(client.workEvents({ session_id: 's1', after })))).code).toBe(
+      expect((await rejection(first(client.workEvents({ session_id: 's1', after })))).code).toBe(
         'invalid_input',
       );
     }
-    expect((await failure(first(client.workEvents({ session_id: '' })))).code).toBe('invalid_input');
+    expect((await rejection(first(client.workEvents({ session_id: '' })))).code).toBe('invalid_input');
 
     const stop = new AbortController();
     const held = collect(client.workEvents({ session_id: 's1' }, { signal: stop.signal }));
     await client.createWork({ session_id: 's1', ...contractBody });
     await until(() => held.received.length === 2);
-    const refused = await failure(first(client.workEvents({ session_id: 's1' })));
+    const refused = await rejection(first(client.workEvents({ session_id: 's1' })));
     expect(refused.code).toBe('too_many_requests');
     expect(refused.data).toEqual({ limit: 1 });
     stop.abort();
@@ -163,7 +155,7 @@ describe('client.workEvents', () => {
     })();
     await until(() => received.length === 2);
     await h.dispose();
-    const error = await failure(ended);
+    const error = await rejection(ended);
     expect(error.code).toBe('unavailable');
     expect(error.data).toMatchObject({ after: received[1]!.position });
     expect(error.message).toContain(`resume after position ${received[1]!.position}`);
@@ -200,7 +192,7 @@ describe('client.workEvents against other servers', () => {
       response.write(': connected\n\n');
     });
     const silent = createClient({ baseUrl: url, token: h.tokens.writer });
-    const error = await failure(
+    const error = await rejection(
       drain(silent.workEvents({ session_id: 's1', after: 4 }, { idleTimeoutMs: 200 })),
     );
     expect(error.code).toBe('unavailable');
@@ -215,7 +207,7 @@ describe('client.workEvents against other servers', () => {
       ),
       token: h.tokens.writer,
     });
-    const error = await failure(drain(foreign.workEvents({ session_id: 's1' })));
+    const error = await rejection(drain(foreign.workEvents({ session_id: 's1' })));
     expect(error.code).toBe('unavailable');
     expect(error.message).toContain('not as a Baton server');
     await new Promise((resolve) => other!.close(resolve));
@@ -227,7 +219,7 @@ describe('client.workEvents against other servers', () => {
       }),
       token: h.tokens.writer,
     });
-    const bad = await failure(drain(garbled.workEvents({ session_id: 's1' })));
+    const bad = await rejection(drain(garbled.workEvents({ session_id: 's1' })));
     expect(bad.code).toBe('unavailable');
     expect(bad.message).toContain('sent a frame that is not a work event (its position is not its id)');
   });

@@ -11,8 +11,8 @@ import type { AppDeps } from '../src/app/deps.ts';
 import { operations } from '../src/app/operations.ts';
 import { createClient, methodName, type BatonClient, type OperationId } from '../src/client/index.ts';
 import { systemClock } from '../src/core/clock.ts';
-import { BatonError } from '../src/core/errors.ts';
 import { startServer } from '../src/http/server.ts';
+import { rejection } from './helpers/errors.ts';
 import { tempSqliteStore } from './helpers/sqlite.ts';
 
 /** Every operation the client types, as a value: the compiler checks it lists them all. */
@@ -49,15 +49,6 @@ const recordingFetch: typeof fetch = async (input, init) => {
   });
   return fetch(input, init);
 };
-
-async function rejection(promise: Promise<unknown>): Promise<BatonError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(BatonError);
-  return error as BatonError;
-}
 
 beforeAll(async () => {
   opened = await tempSqliteStore();
