@@ -42,6 +42,18 @@ for (const backend of backends) {
       return { store: handle.store, deps };
     }
 
+    /** A session whose contract work-1 (the definition above, proposed by the model) is active. */
+    async function withContract(): ReturnType<typeof setup> {
+      const started = await setup();
+      await work.createContract(
+        started.deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...definition },
+        model,
+      );
+      return started;
+    }
+
     it('creates an active contract whose first item is ready, and refuses a model completion', async () => {
       const { deps } = await setup();
       const created = await work.createContract(
@@ -97,13 +109,7 @@ for (const backend of backends) {
     });
 
     it('decides concurrent changes on one head one after the other: exactly one start wins', async () => {
-      const { store, deps } = await setup();
-      await work.createContract(
-        deps,
-        'acme',
-        { session_id: 's-1', contract_id: 'work-1', ...definition },
-        model,
-      );
+      const { store, deps } = await withContract();
       const attempts = await Promise.allSettled(
         Array.from({ length: 6 }, () =>
           work.transitionItem(
@@ -130,13 +136,7 @@ for (const backend of backends) {
     });
 
     it('lands 30 concurrent changes that do not conflict, each once, by deciding again on the moved head', async () => {
-      const { store, deps } = await setup();
-      await work.createContract(
-        deps,
-        'acme',
-        { session_id: 's-1', contract_id: 'work-1', ...definition },
-        model,
-      );
+      const { store, deps } = await withContract();
       const writers = 30;
       const attempts = await Promise.allSettled(
         Array.from({ length: writers }, (_, index) =>
@@ -210,13 +210,7 @@ for (const backend of backends) {
     });
 
     it('retries, cancels and reassigns items as a person', async () => {
-      const { deps } = await setup();
-      await work.createContract(
-        deps,
-        'acme',
-        { session_id: 's-1', contract_id: 'work-1', ...definition },
-        model,
-      );
+      const { deps } = await withContract();
       await expectBatonError(
         work.retryItem(deps, 'acme', { session_id: 's-1', item_id: 'inspect' }, human),
         'conflict',
