@@ -5,6 +5,7 @@
  * official MCP client; graceful stop on SIGTERM.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -19,6 +20,7 @@ import { systemClock } from '../src/core/clock.ts';
 import type { JsonObject } from '../src/core/json.ts';
 import type { ScopeKey } from '../src/core/ledger/names.ts';
 import { startServer } from '../src/http/server.ts';
+import { run } from '../src/cli/run.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 
@@ -257,6 +259,59 @@ describe('baton CLI with a server', () => {
       expect(result.structuredContent).toMatchObject({ selection: { kind: 'exact', revision: 1 } });
     } finally {
       await client.close();
+    }
+  });
+
+  it('says the server answered in a form it cannot read, instead of crashing, when a success body has the wrong shape', async () => {
+    let body = '{}';
+    const other = createHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'baton-api': 'v1' }).end(body);
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    const commands = [
+      ['report'],
+      ['report', '--json'],
+      ['continuity'],
+      ['context'],
+      ['metrics'],
+      ['continue'],
+      ['handoff', 'the parser is done'],
+      [
+        'ack',
+        'accepted',
+        '--revision',
+        '1',
+        '--confirm-workspace',
+        '--confirm-capability',
+        '--confirm-authorization',
+      ],
+      ['outcome', '--status', 'succeeded', '--summary', 'done', '--objective', 'parse'],
+      ['experience', 'list'],
+      ['work', 'show', 'session-1'],
+      ['contract', '--objective', 'ship it', '--criterion', 'tests pass'],
+    ];
+    try {
+      for (const shape of ['{}', 'null', '[]', '"text"', '{"revision":{}}']) {
+        body = shape;
+        for (const words of commands) {
+          const out: string[] = [];
+          const err: string[] = [];
+          const code = await run([...words, '--server', url, '--token', 'baton_test'], {
+            out: (text) => out.push(text),
+            err: (text) => err.push(text),
+            env: { BATON_SCOPE: 'parser' },
+            cwd: tree.repo,
+          });
+          const said = err.join('');
+          const what = `${words.join(' ')} answered ${shape}: ${said}`;
+          expect([0, 1], what).toContain(code);
+          if (code === 1) expect(said, what).toContain(`the server at ${url}`);
+          if (shape === 'null' || shape === '"text"') expect(code, what).toBe(1);
+        }
+      }
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
     }
   });
 });

@@ -292,6 +292,17 @@ describe('baton CLI: options out of range and outputs that fail', () => {
         details: { errno: 'EISDIR', syscall: 'read', path: dir },
       },
     });
+    // The same for the other files a command reads: a configuration and an import.
+    for (const args of [
+      ['serve', '--config', dir, '--port', '0'],
+      ['ledger', 'import', dir, '--scope', 'copy'],
+    ]) {
+      const refused = await baton(...args);
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toBe(
+        `baton ${args[0] === 'serve' ? 'serve' : 'ledger import'}: EISDIR: ${dir} is a folder: give a file\n`,
+      );
+    }
   });
 
   it('refuses to read a database that does not exist, and leaves none behind', async () => {

@@ -278,6 +278,25 @@ describe('typed client', () => {
     }
   });
 
+  it('refuses a Baton answer whose body is no result (null, a string, a number) as unavailable', async () => {
+    for (const body of ['null', '"text"', '42', 'true']) {
+      const client = createClient({
+        baseUrl: 'http://baton.test',
+        token,
+        fetch: async () =>
+          new Response(body, {
+            status: 200,
+            headers: { 'content-type': 'application/json', 'baton-api': 'v1' },
+          }),
+      });
+      const error = await rejection(client.getMetrics());
+      expect(error.code, body).toBe('unavailable');
+      expect(error.message, body).toMatch(
+        /^the server at http:\/\/baton\.test answered get_metrics with .+, not a result: check --server/,
+      );
+    }
+  });
+
   it('refuses a token no header can carry as invalid_input, not as an unreachable server', () => {
     for (const bad of ['baton_\u0001x', 'baton_ x', 'baton_é', '']) {
       expect(() => createClient({ baseUrl: server.url, token: bad })).toThrow(/check --token or BATON_TOKEN/);

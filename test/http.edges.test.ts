@@ -85,6 +85,28 @@ describe('edges of the HTTP surface', () => {
     }
   });
 
+  it('treats an Expect it does not know like any request: the Host guard, then the route, never a bare 417', async () => {
+    const host = `127.0.0.1:${h.port}`;
+    const foreign = await sendBytes(
+      h.port,
+      `GET /healthz HTTP/1.1\r\nHost: evil.example\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n`,
+    );
+    expect(foreign.status).toBe(403);
+    expect(errorEnvelopeSchema.parse(JSON.parse(foreign.text)).error.code).toBe('forbidden');
+    const unauthenticated = await sendBytes(
+      h.port,
+      `GET /v1/work/metrics HTTP/1.1\r\nHost: ${host}\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n`,
+    );
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.headers['baton-api']).toBe('v1');
+    const served = await sendBytes(
+      h.port,
+      `GET /v1/work/metrics HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${h.tokens.writer}\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n`,
+    );
+    expect(served.status, served.text).toBe(200);
+    expect(served.headers['baton-api']).toBe('v1');
+  });
+
   it('answers HEAD on an event stream with its headers only, holding no stream open', async () => {
     const auth = `Authorization: Bearer ${h.tokens.writer}\r\n`;
     await h.call('POST', '/v1/sessions', { body: { session_id: 'heads' } });

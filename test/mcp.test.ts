@@ -102,6 +102,26 @@ describe('MCP over stdio', () => {
     await runContinuityLoop(client, 'stdio-loop');
   });
 
+  it('escapes control and bidirectional characters in the text a model reads, losslessly: its JSON is the structured result', async () => {
+    const objective = 'Ship \u202eti\u202c \u001b[31mnow\u001b[0m \u0085 done';
+    const result = await client.callTool({
+      name: 'create_work_contract',
+      arguments: {
+        scope_id: 'stdio-hidden',
+        source_id: 'contract-1',
+        objective,
+        completion_criteria: ['tests pass'],
+      },
+    });
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    const [content] = result.content as { type: string; text: string }[];
+    // eslint-disable-next-line no-control-regex -- the point is that none is left
+    expect(content!.text).not.toMatch(/[\u001b\u0085\u202c\u202e]/);
+    expect(content!.text).toContain('\\u202e');
+    expect(JSON.parse(content!.text)).toEqual(result.structuredContent);
+    expect(JSON.stringify(result.structuredContent)).toContain(objective.slice(0, 6));
+  });
+
   it('refuses latest in acknowledge_handoff and points to continue_handoff', async () => {
     await commitOne(client, 'stdio-latest');
     const error = await fail(client, 'acknowledge_handoff', {

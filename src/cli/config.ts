@@ -13,6 +13,7 @@ import { BatonError } from '../core/errors.ts';
 import { defaultWorkConfig, readWorkConfig, type WorkConfig } from '../core/work/config.ts';
 import { text, UsageError, type Options } from './command.ts';
 import type { Context } from './context.ts';
+import { namedFileError } from './files.ts';
 
 export const configFile = 'baton.toml';
 
@@ -34,7 +35,7 @@ async function readText(path: string, explicit: boolean): Promise<string | null>
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new UsageError(`--config ${path}: no such file`, { showUsage: false });
     }
-    throw error;
+    throw namedFileError(error, path);
   }
 }
 

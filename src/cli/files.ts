@@ -16,6 +16,18 @@ function tooLarge(path: string): BatonError {
   );
 }
 
+/**
+ * A read's error with the file it read: opening a folder succeeds and reading it fails with
+ * EISDIR and no path, which would leave the caller to guess which file was meant.
+ */
+export function namedFileError(error: unknown, path: string): unknown {
+  const failure = error as NodeJS.ErrnoException;
+  if (typeof failure !== 'object' || failure === null || typeof failure.code !== 'string') return error;
+  failure.path ??= path;
+  if (failure.code === 'EISDIR') failure.message = `EISDIR: ${path} is a folder: give a file`;
+  return failure;
+}
+
 /** A file's text, or standard input's for `-`, refused beyond the body limit. */
 export async function readInput(path: string): Promise<string> {
   return path === '-' ? readStdin() : readInputFile(path);
@@ -43,11 +55,7 @@ export async function readInputFile(path: string): Promise<string> {
       try {
         ({ bytesRead } = await handle.read(buffer, length, buffer.length - length, null));
       } catch (error) {
-        // Opening a folder succeeds and reading it fails, with no path in the error: name it.
-        const failure = error as NodeJS.ErrnoException;
-        failure.path ??= path;
-        if (failure.code === 'EISDIR') failure.message = `EISDIR: ${path} is a folder: give a file`;
-        throw failure;
+        throw namedFileError(error, path);
       }
       if (bytesRead === 0) break;
       length += bytesRead;

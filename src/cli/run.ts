@@ -292,6 +292,30 @@ export function parseOptions(
  * writes passes visibleControls: stored text (an agent's handoff, a server's message) never
  * reaches the terminal as control sequences, and JSON output stays the same JSON.
  */
+/**
+ * A TypeError while a command works with a server's results: the server answered a success in
+ * a shape this baton does not read (another program, or another Baton version). Said as
+ * `unavailable` with the fault, instead of a crash; undefined when no server was called.
+ */
+function unreadableAnswer(
+  context: ReturnType<typeof createContext> | undefined,
+  error: unknown,
+): BatonError | undefined {
+  if (!(error instanceof TypeError)) return undefined;
+  let server: ReturnType<ReturnType<typeof createContext>['server']>;
+  try {
+    server = context?.server();
+  } catch {
+    return undefined;
+  }
+  if (server === undefined) return undefined;
+  return new BatonError(
+    'unavailable',
+    `the server at ${server.url} answered in a form this baton cannot read (${error.message}): check --server, and that the server runs the same Baton version as this baton (baton --version)`,
+    { url: server.url, fault: error.message },
+  );
+}
+
 export async function run(argv: readonly string[], terminal: Io): Promise<number> {
   const io: Io = {
     ...terminal,
@@ -363,6 +387,11 @@ export async function run(argv: readonly string[], terminal: Io): Promise<number
           ? failure(name, command, systemFailure(error), values)
           : `baton ${name}: ${error.message}\n`,
       );
+      return 1;
+    }
+    const server = unreadableAnswer(context, error);
+    if (server !== undefined) {
+      io.err(failure(name, command, server, values, io.env));
       return 1;
     }
     throw error;

@@ -199,6 +199,14 @@ export function createClient(options: ClientOptions): BatonClient {
         status: response.status,
       });
     }
+    // Every Baton result is a JSON object or a list: anything else is not an answer to read.
+    if (typeof parsed !== 'object' || parsed === null) {
+      throw new BatonError(
+        'unavailable',
+        `the server at ${base.origin} answered ${what} with ${parsed === null ? 'null' : `a ${typeof parsed}`}, not a result: check --server and that both run the same Baton version`,
+        { status: response.status, url: url.href },
+      );
+    }
     return parsed;
   }
 

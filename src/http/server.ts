@@ -114,6 +114,10 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     },
   });
   installErrorHandling(app);
+  // An Expect other than 100-continue: Node would answer a bare 417 before any guard. RFC 9110
+  // lets a server ignore an expectation it does not meet, so the request goes through the
+  // Host guard, authentication and its route like any other.
+  app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response));
   // First of all hooks, so refusals by the later ones carry it too. Every answer says it comes from Baton, so a client pointed at another server that happens
   // to answer 200 with JSON refuses it instead of reading it as a Baton result.
   app.addHook('onRequest', (_request, reply, done) => {

@@ -4,6 +4,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { visibleControls } from '../core/text.ts';
 
 export type TrustLabel = 'untrusted_input' | 'untrusted_history' | 'untrusted_observation';
 
@@ -34,13 +35,19 @@ function labelled(result: unknown, trust: TrustLabel): Structured {
 
 export function success(result: unknown, trust: TrustLabel): CallToolResult {
   const structuredContent = labelled(result, trust);
-  return { content: [{ type: 'text', text: JSON.stringify(structuredContent) }], structuredContent };
+  // Stored text may hold bidirectional overrides and C1 controls, which JSON leaves as they are:
+  // the text a model (or a person reading a transcript) sees has them as JSON escapes, and
+  // still parses to the structured content.
+  return {
+    content: [{ type: 'text', text: visibleControls(JSON.stringify(structuredContent)) }],
+    structuredContent,
+  };
 }
 
 export function failure(code: string, message: string, details: unknown): CallToolResult {
   return {
     isError: true,
-    content: [{ type: 'text', text: `${code}: ${message}` }],
+    content: [{ type: 'text', text: visibleControls(`${code}: ${message}`) }],
     structuredContent: { error: { code, message, details } },
   };
 }

@@ -127,6 +127,20 @@ describe('the Handoff Report page', () => {
     expect(problems.errors).toEqual([]);
   });
 
+  it('offers the Markdown view of a workstream with no committed handoff: its contract so far', async () => {
+    await web.client.contract('release', 'release-contract', 'Ship release 1.2');
+    const { page, problems } = await open();
+    await logIn(page, web);
+    await openWorkspace(page, 'release');
+    await page.getByRole('link', { name: 'Read as Markdown' }).click();
+    const markdown = page.locator('pre.markdown');
+    await markdown.waitFor();
+    const text = (await markdown.textContent()) ?? '';
+    expect(text).toContain('Work recorded so far');
+    expect(text).toContain('Ship release 1.2');
+    expect(problems.errors).toEqual([]);
+  });
+
   it('renders stored text as inert text: a <script> objective is shown, never run', async () => {
     const hostile =
       '<script>window.__batonPwned = 1</script><img src="/x" onerror="window.__batonPwned = 2"> Fix <b>it</b>';

@@ -41,7 +41,7 @@ export function Workspace(props: WorkspaceProps) {
         <a href={href({ view: 'project' })}>{t.backToProject}</a>
         <span aria-hidden="true"> / </span>
         <h1>{scope_id}</h1>
-        {workstream?.current && (
+        {workstream && (
           <a className="md-link" href={href({ view: 'markdown', scope_id })}>
             {t.markdownView}
           </a>

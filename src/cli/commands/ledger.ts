@@ -31,7 +31,7 @@ import {
   type Values,
 } from '../command.ts';
 import type { Context } from '../context.ts';
-import { readInputFile } from '../files.ts';
+import { namedFileError, readInputFile } from '../files.ts';
 import * as render from '../render.ts';
 
 const streamOptions = {
@@ -53,7 +53,11 @@ function streamFrom(values: Values): StreamKey {
 
 async function* lines(path: string): AsyncGenerator<string> {
   const input = path === '-' ? process.stdin : createReadStream(path, 'utf8');
-  yield* createInterface({ input, crlfDelay: Infinity });
+  try {
+    yield* createInterface({ input, crlfDelay: Infinity });
+  } catch (error) {
+    throw namedFileError(error, path);
+  }
 }
 
 /**
