@@ -46,6 +46,19 @@ describe('the Handoff Report page', () => {
     return { page, problems };
   }
 
+  /** Log in, open a workstream and follow its "Read as Markdown" link: the Markdown shown. */
+  async function readMarkdown(
+    scope_id: string,
+  ): Promise<{ page: Page; problems: PageProblems; text: string }> {
+    const { page, problems } = await open();
+    await logIn(page, web);
+    await openWorkspace(page, scope_id);
+    await page.getByRole('link', { name: 'Read as Markdown' }).click();
+    const markdown = page.locator('pre.markdown');
+    await markdown.waitFor();
+    return { page, problems, text: (await markdown.textContent()) ?? '' };
+  }
+
   /** Three workstreams in three states: nothing committed, awaiting a receipt, covered. */
   async function seedProject(): Promise<void> {
     const c = web.client;
@@ -103,13 +116,7 @@ describe('the Handoff Report page', () => {
   it('shows the human Markdown view of a handoff as plain text, and an older revision without anything newer', async () => {
     await web.client.handoff('parser', 'b1', { objective: 'Write the parser', next: 'Add the lexer' });
     await web.client.handoff('parser', 'b2', { objective: 'Test the parser', next: 'Run the fuzz suite' });
-    const { page, problems } = await open();
-    await logIn(page, web);
-    await openWorkspace(page, 'parser');
-    await page.getByRole('link', { name: 'Read as Markdown' }).click();
-    const markdown = page.locator('pre.markdown');
-    await markdown.waitFor();
-    const text = (await markdown.textContent()) ?? '';
+    const { page, problems, text } = await readMarkdown('parser');
     expect(text).toContain('# Handoff: Test the parser');
     expect(text).toContain('## Next action');
     expect(text).toContain('> Run the fuzz suite');
@@ -129,13 +136,7 @@ describe('the Handoff Report page', () => {
 
   it('offers the Markdown view of a workstream with no committed handoff: its contract so far', async () => {
     await web.client.contract('release', 'release-contract', 'Ship release 1.2');
-    const { page, problems } = await open();
-    await logIn(page, web);
-    await openWorkspace(page, 'release');
-    await page.getByRole('link', { name: 'Read as Markdown' }).click();
-    const markdown = page.locator('pre.markdown');
-    await markdown.waitFor();
-    const text = (await markdown.textContent()) ?? '';
+    const { problems, text } = await readMarkdown('release');
     expect(text).toContain('Work recorded so far');
     expect(text).toContain('Ship release 1.2');
     expect(problems.errors).toEqual([]);
