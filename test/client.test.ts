@@ -66,6 +66,11 @@ afterAll(async () => {
   await opened?.dispose();
 });
 
+/** An answer as a Baton server sends it: JSON with the baton-api header. */
+function batonAnswer(status: number, body: string): Response {
+  return new Response(body, { status, headers: { 'content-type': 'application/json', 'baton-api': 'v1' } });
+}
+
 describe('typed client', () => {
   it('has one method per registry operation, named in camelCase', () => {
     expect(Object.keys(typed).sort()).toEqual(operations.map((operation) => operation.operationId).sort());
@@ -283,11 +288,7 @@ describe('typed client', () => {
       const client = createClient({
         baseUrl: 'http://baton.test',
         token,
-        fetch: async () =>
-          new Response(body, {
-            status: 200,
-            headers: { 'content-type': 'application/json', 'baton-api': 'v1' },
-          }),
+        fetch: async () => batonAnswer(200, body),
       });
       const error = await rejection(client.getMetrics());
       expect(error.code, body).toBe('unavailable');
@@ -320,10 +321,7 @@ describe('typed client', () => {
       (status: number, body: string): typeof fetch =>
       async (input) => {
         seen.push(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-        return new Response(body, {
-          status,
-          headers: { 'content-type': 'application/json', 'baton-api': 'v1' },
-        });
+        return batonAnswer(status, body);
       };
     const prefixed = createClient({ baseUrl: 'http://baton.test/api', token, fetch: answer(200, '{}') });
     await prefixed.getMetrics();

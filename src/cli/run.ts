@@ -23,7 +23,7 @@ import { handoffCommands } from './commands/handoff.ts';
 import { recordCommands } from './commands/records.ts';
 import { gateCommands } from './commands/work-gate.ts';
 import { sessionCommands, workCommands as managedWorkCommands } from './commands/work.ts';
-import { createContext } from './context.ts';
+import { createContext, type Context } from './context.ts';
 import { batonApiVersion } from '../core/api.ts';
 import { visibleControls } from '../core/text.ts';
 
@@ -288,21 +288,13 @@ export function parseOptions(
 }
 
 /**
- * Run the CLI with argv (without node and the script); returns the exit code. Everything it
- * writes passes visibleControls: stored text (an agent's handoff, a server's message) never
- * reaches the terminal as control sequences, and JSON output stays the same JSON.
- */
-/**
  * A TypeError while a command works with a server's results: the server answered a success in
  * a shape this baton does not read (another program, or another Baton version). Said as
- * `unavailable` with the fault, instead of a crash; undefined when no server was called.
+ * `unavailable` with the fault, instead of a crash; undefined when no server is configured.
  */
-function unreadableAnswer(
-  context: ReturnType<typeof createContext> | undefined,
-  error: unknown,
-): BatonError | undefined {
+function unreadableAnswer(context: Context | undefined, error: unknown): BatonError | undefined {
   if (!(error instanceof TypeError)) return undefined;
-  let server: ReturnType<ReturnType<typeof createContext>['server']>;
+  let server: ReturnType<Context['server']>;
   try {
     server = context?.server();
   } catch {
@@ -316,6 +308,11 @@ function unreadableAnswer(
   );
 }
 
+/**
+ * Run the CLI with argv (without node and the script); returns the exit code. Everything it
+ * writes passes visibleControls: stored text (an agent's handoff, a server's message) never
+ * reaches the terminal as control sequences, and JSON output stays the same JSON.
+ */
 export async function run(argv: readonly string[], terminal: Io): Promise<number> {
   const io: Io = {
     ...terminal,
@@ -389,9 +386,9 @@ export async function run(argv: readonly string[], terminal: Io): Promise<number
       );
       return 1;
     }
-    const server = unreadableAnswer(context, error);
-    if (server !== undefined) {
-      io.err(failure(name, command, server, values, io.env));
+    const unreadable = unreadableAnswer(context, error);
+    if (unreadable !== undefined) {
+      io.err(failure(name, command, unreadable, values, io.env));
       return 1;
     }
     throw error;
