@@ -58,21 +58,18 @@ describe('tokens and web sessions', () => {
     await expectBatonError(() => authorize(reader, 'write'), 'forbidden');
   });
 
-  it('binds a session cookie to its token, needs the CSRF secret to write, and expires', async () => {
+  it('binds a session cookie to its token, needs the CSRF secret for every request, and expires', async () => {
     const created = await createToken(deps, { project_id: 'acme' });
     const session = await createWebSession(deps, created.token);
     expect(session.principal.project_id).toBe('acme');
-    expect((await authenticateSession(deps, session.session, undefined, 'read')).token_id).toBe(
-      created.token_id,
-    );
-    await expectBatonError(authenticateSession(deps, session.session, undefined, 'write'), 'forbidden');
-    await expectBatonError(authenticateSession(deps, session.session, 'wrong', 'write'), 'forbidden');
-    expect((await authenticateSession(deps, session.session, session.csrf, 'write')).project_id).toBe('acme');
+    await expectBatonError(authenticateSession(deps, session.session, undefined), 'forbidden');
+    await expectBatonError(authenticateSession(deps, session.session, 'wrong'), 'forbidden');
+    expect((await authenticateSession(deps, session.session, session.csrf)).token_id).toBe(created.token_id);
     clock.advance(13 * 60 * 60 * 1000);
-    await expectBatonError(authenticateSession(deps, session.session, session.csrf, 'read'), 'unauthorized');
+    await expectBatonError(authenticateSession(deps, session.session, session.csrf), 'unauthorized');
     clock.advance(-13 * 60 * 60 * 1000);
     await endWebSession(deps, session.session);
-    await expectBatonError(authenticateSession(deps, session.session, session.csrf, 'read'), 'unauthorized');
+    await expectBatonError(authenticateSession(deps, session.session, session.csrf), 'unauthorized');
     await expectBatonError(createWebSession(deps, 'baton_unknown'), 'unauthorized');
   });
 });

@@ -8,8 +8,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createToken } from '../src/app/auth.ts';
 import { operations, type Operation } from '../src/app/operations.ts';
-import { buildApp } from '../src/http/server.ts';
+import { buildApp, startServer } from '../src/http/server.ts';
 import {
+  callServer,
   inputs,
   project_id,
   rival_project_id,
@@ -196,12 +197,12 @@ for (const backend of backends) {
       expect((await h.deps.store.readSource(project_id, w.log)).content).toContain('FAIL');
     });
 
-    it('needs the CSRF token for every cookie write; cookie reads and CSRF-carrying writes pass', async () => {
+    it('needs the CSRF token with every cookie request; cookie requests carrying it pass', async () => {
       const login = await h.call('POST', '/v1/session');
       expect(login.status).toBe(200);
       expect(login.body).toEqual({ csrf: expect.any(String), expires_at: expect.any(String), project_id });
       const cookie = login.headers.get('set-cookie')!;
-      expect(cookie).toMatch(/^baton_session=[A-Za-z0-9_-]{43};/);
+      expect(cookie).toMatch(new RegExp(`^baton_session_${h.port}=[A-Za-z0-9_-]{43};`));
       expect(cookie).toContain('HttpOnly');
       expect(cookie).toContain('SameSite=Strict');
       expect(cookie).toContain('Path=/');
@@ -226,10 +227,23 @@ for (const backend of backends) {
       expect(denied).toBe(writes.length * 2);
       expect(await snapshotHeads(h.deps.store, project_id)).toEqual(before);
 
+      // Cookies are not kept apart by port: any other service on this host receives this one.
+      // The cookie alone must read nothing.
       for (const operation of reads) {
+        for (const headers of [session, { ...session, 'x-csrf-token': 'wrong' }]) {
+          const reply = await send(h, operation, probes(w)[operation.operationId]!.input, {
+            token: null,
+            headers,
+          });
+          expect([operation.operationId, reply.status, reply.body?.error?.code]).toEqual([
+            operation.operationId,
+            403,
+            'forbidden',
+          ]);
+        }
         const reply = await send(h, operation, probes(w)[operation.operationId]!.input, {
           token: null,
-          headers: session,
+          headers: { ...session, 'x-csrf-token': login.body.csrf },
         });
         expect([operation.operationId, reply.status]).toEqual([operation.operationId, 200]);
       }
@@ -242,8 +256,11 @@ for (const backend of backends) {
 
       const logout = await h.call('DELETE', '/v1/session', { token: null, headers: session });
       expect(logout.status).toBe(204);
-      expect(logout.headers.get('set-cookie')).toMatch(/^baton_session=;/);
-      const after = await h.call('GET', '/v1/work/metrics', { token: null, headers: session });
+      expect(logout.headers.get('set-cookie')).toMatch(new RegExp(`^baton_session_${h.port}=;`));
+      const after = await h.call('GET', '/v1/work/metrics', {
+        token: null,
+        headers: { ...session, 'x-csrf-token': login.body.csrf },
+      });
       expect([after.status, after.body.error.code]).toEqual([401, 'unauthorized']);
     });
 
@@ -280,9 +297,48 @@ describe('session cookie over a non-loopback name', () => {
         headers: { host: 'baton.example.test:4680', authorization: `Bearer ${tokens.writer}` },
       });
       expect(reply.statusCode).toBe(200);
-      expect(String(reply.headers['set-cookie'])).toMatch(/; Secure/);
+      expect(String(reply.headers['set-cookie'])).toMatch(/^baton_session_4680=.*; Secure/);
     } finally {
       await app.close();
+      await opened.dispose();
+    }
+  });
+});
+
+describe('session cookies of two servers on one host', () => {
+  it('are named by port, so neither overwrites the other nor is read by the other', async () => {
+    const opened = await backends[0]!.open();
+    const { deps, tokens } = await seedTokens(opened.store);
+    const servers = [
+      await startServer({ deps, logger: false, port: 0 }),
+      await startServer({ deps, logger: false, port: 0 }),
+    ];
+    try {
+      const [a, b] = servers.map((server) => ({ url: server.url, port: Number(new URL(server.url).port) }));
+      const logins = [];
+      for (const server of [a!, b!]) {
+        const login = await callServer(server.url, tokens.writer, 'POST', '/v1/session');
+        const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+        expect(cookie.split('=')[0]).toBe(`baton_session_${server.port}`);
+        logins.push({ cookie, csrf: login.body.csrf as string });
+      }
+      // The browser sends both cookies to both servers (cookies ignore the port): each reads its own.
+      const jar = logins.map((login) => login.cookie).join('; ');
+      for (const [index, server] of [a!, b!].entries()) {
+        const reply = await callServer(server.url, null, 'GET', '/v1/work/metrics', {
+          token: null,
+          headers: { cookie: jar, 'x-csrf-token': logins[index]!.csrf },
+        });
+        expect(reply.status).toBe(200);
+      }
+      // B never reads the cookie A set, even with A's CSRF secret.
+      const foreign = await callServer(b!.url, null, 'GET', '/v1/work/metrics', {
+        token: null,
+        headers: { cookie: logins[0]!.cookie, 'x-csrf-token': logins[0]!.csrf },
+      });
+      expect([foreign.status, foreign.body.error.code]).toEqual([401, 'unauthorized']);
+    } finally {
+      for (const server of servers) await server.close();
       await opened.dispose();
     }
   });

@@ -544,7 +544,13 @@ describe('routes and the OpenAPI document', () => {
         components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
       }>();
       expect(doc.openapi).toBe('3.1.0');
-      expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['bearer', 'session']);
+      expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['bearer', 'csrf', 'session']);
+      // The session cookie is named for the port the document was fetched from.
+      expect(doc.components.securitySchemes.session).toMatchObject({
+        in: 'cookie',
+        name: 'baton_session_4680',
+      });
+      expect(doc.components.securitySchemes.csrf).toMatchObject({ in: 'header', name: 'x-csrf-token' });
       expect(doc.components.schemas.Error).toMatchObject({
         type: 'object',
         required: ['error'],

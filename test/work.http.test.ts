@@ -370,10 +370,15 @@ for (const backend of backends) {
       expectError(await post(`${s}/items/code/cancel`, {}, null), 401, 'unauthorized');
       expect(await heads()).toEqual(before);
 
-      // A web session reads with its cookie; a write needs the CSRF token as well.
+      // A web session needs its CSRF token with the cookie, to read as to write.
       const login = await h.call('POST', '/v1/session');
       const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-      expect(expectOk(await h.call('GET', s, { token: null, headers: { cookie } }))).toEqual(work);
+      expectError(await h.call('GET', s, { token: null, headers: { cookie } }), 403, 'forbidden');
+      expect(
+        expectOk(
+          await h.call('GET', s, { token: null, headers: { cookie, 'x-csrf-token': login.body.csrf } }),
+        ),
+      ).toEqual(work);
       expectError(
         await h.call('POST', `${s}/items/code/cancel`, { token: null, headers: { cookie }, body: {} }),
         403,

@@ -213,13 +213,15 @@ for (const backend of backends) {
         });
       }
 
-      // A read-only token and a web session cookie may follow.
+      // A read-only token and a web session (its cookie with its CSRF token) may follow.
       const reader = await openSse(h!.url, events, { authorization: `Bearer ${h!.tokens.reader}` });
       expect((await reader.take(2)).map((event) => event.id)).toEqual(['2', '3']);
       reader.close();
       const login = await h!.call('POST', '/v1/session');
       const session = login.headers.get('set-cookie')!.split(';')[0]!;
-      const viaCookie = await openSse(h!.url, events, { cookie: session });
+      const cookieOnly = await openSse(h!.url, events, { cookie: session });
+      expect([cookieOnly.status, JSON.parse(cookieOnly.body).error.code]).toEqual([403, 'forbidden']);
+      const viaCookie = await openSse(h!.url, events, { cookie: session, 'x-csrf-token': login.body.csrf });
       expect((await viaCookie.take(2)).map((event) => event.event)).toEqual([
         'WorkContractCreated',
         'WorkNeedsInput',
@@ -300,6 +302,7 @@ describe('open work event streams per token', () => {
       const login = await h.call('POST', '/v1/session');
       const viaCookie = await openSse(h.url, events, {
         cookie: login.headers.get('set-cookie')!.split(';')[0]!,
+        'x-csrf-token': login.body.csrf,
       });
       expect(viaCookie.status).toBe(429);
       // Another token has its own allowance.

@@ -2,7 +2,7 @@
  * Authentication and authorization for every surface. A bearer token belongs to one project
  * and may be read-only; only the SHA-256 of its secret is stored, and the secret is shown once.
  * A web session is a second secret (an HttpOnly cookie) bound to a token, with a CSRF secret
- * that cookie-authenticated writes must echo. Labels and scope ids are never access control.
+ * that every cookie-authenticated request must echo. Labels and scope ids are never access control.
  */
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
@@ -91,7 +91,7 @@ export function authorize(principal: Principal, access: Access): void {
 export interface WebSession {
   /** The cookie value: a secret, stored only as its hash. */
   readonly session: string;
-  /** Echoed by the page in a header on every write. */
+  /** Echoed by the page in a header on every request. */
   readonly csrf: string;
   readonly expires_at: string;
   readonly principal: Principal;
@@ -113,28 +113,26 @@ export async function createWebSession(deps: AppDeps, token: string | undefined)
 }
 
 /**
- * The principal of a session cookie. A write must carry the session's CSRF secret; a read
- * need not (a cross-site page cannot read the answer).
+ * The principal of a session cookie, which every request, read or write, must pair with the
+ * session's CSRF secret. Browsers send a host's cookies to all of its ports, so any other
+ * service on the same host may receive the cookie: alone, it opens nothing.
  */
 export async function authenticateSession(
   deps: AppDeps,
   session: string | undefined,
   csrf: string | undefined,
-  access: Access,
 ): Promise<Principal> {
   if (!session || session.length > 200)
     throw new BatonError('unauthorized', 'no valid session; log in again');
   const record = await deps.store.findSession(hashSecret(session), deps.clock.now().toISOString());
   if (!record) throw new BatonError('unauthorized', 'the session expired or was ended; log in again');
-  if (access === 'write') {
-    const expected = Buffer.from(record.csrf_hash, 'hex');
-    const given = Buffer.from(hashSecret(csrf ?? ''), 'hex');
-    if (!csrf || !timingSafeEqual(expected, given)) {
-      throw new BatonError(
-        'forbidden',
-        'a write with a session cookie needs its CSRF token in the X-CSRF-Token header',
-      );
-    }
+  const expected = Buffer.from(record.csrf_hash, 'hex');
+  const given = Buffer.from(hashSecret(csrf ?? ''), 'hex');
+  if (!csrf || !timingSafeEqual(expected, given)) {
+    throw new BatonError(
+      'forbidden',
+      "a request with a session cookie needs the session's CSRF token in the X-CSRF-Token header",
+    );
   }
   return principalOf(record.token);
 }

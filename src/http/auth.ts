@@ -17,8 +17,17 @@ import type { Access } from '../app/operations.ts';
 import { BatonError } from '../core/errors.ts';
 import { isLoopback } from './hosts.ts';
 
-export const sessionCookie = 'baton_session';
 export const csrfHeader = 'x-csrf-token';
+
+/**
+ * The session cookie's name at the port the page sees. Browsers send a host's cookies to every
+ * port of it, so two servers on one host must not share a name (each would overwrite the
+ * other's session); the name carries the Host header's port, and is plain `baton_session`
+ * only when the Host names no port (the scheme's default).
+ */
+export function sessionCookieName(port: number | null): string {
+  return port === null ? 'baton_session' : `baton_session_${port}`;
+}
 
 /**
  * The token of `Authorization: Bearer <token>`; undefined without the header, and '' (which no
@@ -41,19 +50,17 @@ function headerText(request: FastifyRequest, name: string): string | undefined {
  */
 function sessionOf(request: FastifyRequest): string | undefined {
   const header = request.headers.cookie;
-  return header === undefined ? undefined : request.server.parseCookie(header)[sessionCookie];
+  return header === undefined
+    ? undefined
+    : request.server.parseCookie(header)[sessionCookieName(request.port)];
 }
 
 /** The principal of a request; an Authorization header, when present, is the only credential read. */
-export async function authenticateRequest(
-  deps: AppDeps,
-  request: FastifyRequest,
-  access: Access,
-): Promise<Principal> {
+export async function authenticateRequest(deps: AppDeps, request: FastifyRequest): Promise<Principal> {
   if (request.headers.authorization !== undefined) return authenticateToken(deps, bearerToken(request));
   const session = sessionOf(request);
   if (session !== undefined) {
-    return authenticateSession(deps, session, headerText(request, csrfHeader), access);
+    return authenticateSession(deps, session, headerText(request, csrfHeader));
   }
   throw new BatonError(
     'unauthorized',
@@ -75,7 +82,7 @@ function cookieOptions(request: FastifyRequest) {
 export function registerSessionRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.post('/v1/session', async (request, reply) => {
     const session = await createWebSession(deps, bearerToken(request));
-    void reply.setCookie(sessionCookie, session.session, {
+    void reply.setCookie(sessionCookieName(request.port), session.session, {
       ...cookieOptions(request),
       expires: new Date(session.expires_at),
     });
@@ -83,7 +90,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: AppDeps): void
   });
   app.delete('/v1/session', async (request, reply) => {
     await endWebSession(deps, sessionOf(request));
-    return reply.clearCookie(sessionCookie, cookieOptions(request)).code(204).send();
+    return reply.clearCookie(sessionCookieName(request.port), cookieOptions(request)).code(204).send();
   });
 }
 
@@ -101,7 +108,7 @@ declare module 'fastify' {
 export function guard(app: FastifyInstance, deps: AppDeps, access: Access) {
   if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', undefined);
   return async (request: FastifyRequest): Promise<void> => {
-    const principal = await authenticateRequest(deps, request, access);
+    const principal = await authenticateRequest(deps, request);
     authorize(principal, access);
     request.principal = principal;
   };

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { operations, type Operation } from '../app/operations.ts';
 import { errorEnvelopeSchema } from './errors.ts';
-import { csrfHeader, sessionCookie } from './auth.ts';
+import { csrfHeader, sessionCookieName } from './auth.ts';
 import { bodyLimit } from './body.ts';
 import { defaultMaxStreamsPerToken } from './work-routes.ts';
 import { workEndpoints, type WorkEndpoint } from './work-api.ts';
@@ -45,7 +45,7 @@ const errorResponses = Object.fromEntries(
   ]),
 );
 
-const security = [{ bearer: [] }, { session: [] }];
+const security = [{ bearer: [] }, { session: [], csrf: [] }];
 
 function queryParameters(schema: JsonSchema): JsonSchema[] {
   const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
@@ -190,7 +190,8 @@ const fixedPaths = {
   '/v1/session': {
     post: {
       operationId: 'create_session',
-      summary: `Log a web page in with a bearer token: sets the ${sessionCookie} cookie and returns the CSRF secret.`,
+      summary:
+        'Log a web page in with a bearer token: sets the session cookie and returns the CSRF secret that every request with it must send.',
       security: [{ bearer: [] }],
       responses: {
         '200': {
@@ -223,8 +224,21 @@ const fixedPaths = {
 
 let cached: JsonSchema | undefined;
 
-/** The document, built once. */
-export function openApiDocument(): JsonSchema {
+/**
+ * The document for a page at `port` (the Host header's port, null when it names none): built
+ * once, with the session cookie's name, which carries the port, filled in per call.
+ */
+export function openApiDocument(port: number | null = null): JsonSchema {
+  const document = baseDocument();
+  const components = document.components as { securitySchemes: Record<string, JsonSchema> };
+  const session = { ...components.securitySchemes.session, name: sessionCookieName(port) };
+  return {
+    ...document,
+    components: { ...components, securitySchemes: { ...components.securitySchemes, session } },
+  };
+}
+
+function baseDocument(): JsonSchema {
   if (cached) return cached;
   const paths: Record<string, Record<string, JsonSchema>> = { ...fixedPaths };
   for (const operation of operations) {
@@ -260,8 +274,17 @@ export function openApiDocument(): JsonSchema {
         session: {
           type: 'apiKey',
           in: 'cookie',
-          name: sessionCookie,
-          description: `The web session from POST /v1/session; writes also need the ${csrfHeader} header.`,
+          name: sessionCookieName(null),
+          description:
+            'The web session cookie from POST /v1/session, named baton_session_PORT after the port ' +
+            'the page was loaded from (baton_session when its address names no port). Every ' +
+            `request with it also sends the session's CSRF secret in the ${csrfHeader} header.`,
+        },
+        csrf: {
+          type: 'apiKey',
+          in: 'header',
+          name: csrfHeader,
+          description: 'The CSRF secret POST /v1/session answered; sent with the session cookie.',
         },
       },
     },

@@ -136,7 +136,7 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   await app.register(fastifyCookie, { hook: false });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/v1/openapi.json', async () => openApiDocument());
+  app.get('/v1/openapi.json', async (request) => openApiDocument(request.port));
   registerSessionRoutes(app, deps);
   registerOperationRoutes(app, deps);
   registerWorkRoutes(

@@ -188,7 +188,7 @@ describe('the Handoff Report page', () => {
     expect(problems.errors).toEqual([]);
   });
 
-  it('serves the page with a strict Content-Security-Policy; a cookie write without the CSRF header is refused; logging out ends the session', async () => {
+  it('serves the page with a strict Content-Security-Policy; a cookie request without the CSRF header is refused; logging out ends the session', async () => {
     const { page, problems } = await open();
     const response = await page.goto(`${web.url}/`);
     const headers = response!.headers();
@@ -219,6 +219,8 @@ describe('the Handoff Report page', () => {
       })()`);
     expect(await write(false)).toEqual([403, 'forbidden']);
     expect(await write(true)).toEqual([200, null]);
+    // The cookie alone reads nothing either: another service on this host receives it too.
+    expect(await page.evaluate(`fetch('/v1/work/report').then((r) => r.status)`)).toBe(403);
 
     // Logging out ends the session: the cookie no longer reads anything.
     await page.getByRole('button', { name: 'Log out' }).click();

@@ -92,20 +92,21 @@ function query(values: Readonly<Record<string, string | number | undefined>>): s
 }
 
 /**
- * The calls of a logged-in page; writes carry the session's CSRF secret. Any answer 401 (the
- * session expired or was ended elsewhere) also tells onUnauthorized, which returns to the login
- * form, before the caller sees the error.
+ * The calls of a logged-in page; every one carries the session's CSRF secret, without which the
+ * server reads nothing by the cookie. Any answer 401 (the session expired or was ended
+ * elsewhere) also tells onUnauthorized, which returns to the login form, before the caller
+ * sees the error.
  */
 export function api(csrf: string, onUnauthorized: () => void) {
-  const call = async <T>(method: string, path: string, init: { body?: unknown; csrf?: string }) => {
+  const call = async <T>(method: string, path: string, init: { body?: unknown }) => {
     try {
-      return await request<T>(method, path, init);
+      return await request<T>(method, path, { ...init, csrf });
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) onUnauthorized();
       throw error;
     }
   };
-  const post = <T>(path: string, body: unknown) => call<T>('POST', path, { body, csrf });
+  const post = <T>(path: string, body: unknown) => call<T>('POST', path, { body });
   return {
     report: () => call<HandoffReport>('GET', '/v1/work/report', {}),
     workstream: (scope_id: string, frozen?: { through?: number; position?: number }) =>
