@@ -97,18 +97,25 @@ export interface WebSession {
   readonly principal: Principal;
 }
 
-/** Log in with a token: a new session secret and CSRF secret, valid for twelve hours. */
+/**
+ * Log in with a token: a new session secret and CSRF secret, valid for twelve hours. A token
+ * keeps its sessionsPerToken newest sessions; older and expired ones end here.
+ */
 export async function createWebSession(deps: AppDeps, token: string | undefined): Promise<WebSession> {
   const principal = await authenticateToken(deps, token);
   const session = secret();
   const csrf = secret();
-  const expires_at = new Date(deps.clock.now().getTime() + sessionLifetimeMs).toISOString();
-  await deps.store.createSession({
-    session_hash: hashSecret(session),
-    token_id: principal.token_id,
-    csrf_hash: hashSecret(csrf),
-    expires_at,
-  });
+  const now = deps.clock.now();
+  const expires_at = new Date(now.getTime() + sessionLifetimeMs).toISOString();
+  await deps.store.createSession(
+    {
+      session_hash: hashSecret(session),
+      token_id: principal.token_id,
+      csrf_hash: hashSecret(csrf),
+      expires_at,
+    },
+    now.toISOString(),
+  );
   return { session, csrf, expires_at, principal };
 }
 

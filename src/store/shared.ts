@@ -115,6 +115,11 @@ export function checkNewSession(session: unknown): NewSession {
   return parseRecord(newSessionSchema, session, 'session');
 }
 
+/** A moment as the store compares it: an ISO 8601 UTC time. */
+export function checkTime(time: unknown): string {
+  return parseRecord(z.iso.datetime(), time, 'time');
+}
+
 export function checkHash(hash: unknown): string {
   return parseRecord(hashSchema, hash, 'secret hash');
 }

@@ -131,8 +131,12 @@ export interface Store {
   /** not_found when no token has that id in the project. */
   revokeToken(project_id: string, token_id: string): Promise<TokenRecord>;
 
-  /** A web session for a token, by the hash of its cookie secret. */
-  createSession(session: NewSession): Promise<void>;
+  /**
+   * A web session for a token, by the hash of its cookie secret. In the same write, sessions
+   * expired at `now` are deleted, and the token keeps only its sessionsPerToken newest
+   * (latest expires_at): a stream of logins cannot grow the table without bound.
+   */
+  createSession(session: NewSession, now: string): Promise<void>;
   /** The session with this hash whose token is still live and which has not expired at `now`. */
   findSession(session_hash: string, now: string): Promise<SessionRecord | undefined>;
   deleteSession(session_hash: string): Promise<void>;
@@ -157,6 +161,9 @@ export interface TokenRecord extends NewToken {
   readonly created_at: string;
   readonly revoked_at: string | null;
 }
+
+/** How many web sessions one token keeps; a login beyond it ends the token's oldest session. */
+export const sessionsPerToken = 20;
 
 export interface NewSession {
   readonly session_hash: string;

@@ -7,7 +7,7 @@ import { digestOf, sha256Digest } from '../../core/canonical.ts';
 import { BatonError, type ErrorCode } from '../../core/errors.ts';
 import { bodyMatches, entryBody, ledgerLimits, type Entry } from '../../core/ledger/entry.ts';
 import type { ScopeKey, StreamKey } from '../../core/ledger/names.ts';
-import type { Store } from '../store.ts';
+import { sessionsPerToken, type Store } from '../store.ts';
 
 export interface StoreHarness {
   /** Open a store on this harness's database (the same database each time). */
@@ -619,12 +619,15 @@ export function describeStore(name: string, factory: StoreFactory): void {
           });
           expect(await store.findToken(hash(3))).toBeUndefined();
           expect((await store.listTokens(project_id)).map((t) => t.token_id)).toEqual(['t-1', 't-2']);
-          await store.createSession({
-            session_hash: hash(100),
-            token_id: 't-1',
-            csrf_hash: hash(101),
-            expires_at: '2999-01-01T00:00:00.000Z',
-          });
+          await store.createSession(
+            {
+              session_hash: hash(100),
+              token_id: 't-1',
+              csrf_hash: hash(101),
+              expires_at: '2999-01-01T00:00:00.000Z',
+            },
+            '2026-12-02T00:00:00.000Z',
+          );
           const session = await store.findSession(hash(100), '2026-12-02T00:00:00.000Z');
           expect(session).toMatchObject({ token_id: 't-1', csrf_hash: hash(101), token: { project_id } });
           expect(await store.findSession(hash(100), '3000-01-01T00:00:00.000Z')).toBeUndefined();
@@ -636,14 +639,47 @@ export function describeStore(name: string, factory: StoreFactory): void {
           await expectBatonError(store.createToken({ ...token(4), project_id: 'nobody' }), 'not_found');
           await expectBatonError(store.createToken({ ...token(5), token_hash: 'short' }), 'invalid_input');
           await expectBatonError(store.createToken(token(2)), 'conflict');
-          await store.createSession({
-            session_hash: hash(200),
-            token_id: 't-2',
-            csrf_hash: hash(201),
-            expires_at: '2999-01-01T00:00:00.000Z',
-          });
+          await store.createSession(
+            {
+              session_hash: hash(200),
+              token_id: 't-2',
+              csrf_hash: hash(201),
+              expires_at: '2999-01-01T00:00:00.000Z',
+            },
+            '2026-12-02T00:00:00.000Z',
+          );
           await store.deleteSession(hash(200));
           expect(await store.findSession(hash(200), '2026-12-02T00:00:00.000Z')).toBeUndefined();
+        }));
+
+      it('keeps only the newest sessions of a token, and drops expired ones as new ones start', () =>
+        withStore(async (store) => {
+          await store.createToken(token(1));
+          await store.createToken(token(2));
+          const now = '2026-12-02T00:00:00.000Z';
+          const at = (minute: number) => new Date(Date.parse(now) + minute * 60_000).toISOString();
+          const start = (n: number, token_id: string, expires_at: string, when = now) =>
+            store.createSession(
+              { session_hash: hash(1000 + n), token_id, csrf_hash: hash(2000 + n), expires_at },
+              when,
+            );
+          // Token 2's session expires after a minute; it outlives token 1's logins until then.
+          await start(0, 't-2', at(1));
+          for (let n = 1; n <= sessionsPerToken + 1; n += 1) await start(n, 't-1', at(60 + n));
+          expect(await store.findSession(hash(1001), now)).toBeUndefined();
+          for (let n = 2; n <= sessionsPerToken + 1; n += 1)
+            expect(await store.findSession(hash(1000 + n), now), `session ${n}`).toBeDefined();
+          expect(await store.findSession(hash(1000), now)).toBeDefined();
+          // A login after it expired removes it for good: it is not found even at an earlier time.
+          await start(100, 't-1', at(200), at(2));
+          expect(await store.findSession(hash(1000), now)).toBeUndefined();
+          await expectBatonError(
+            store.createSession(
+              { session_hash: hash(3000), token_id: 't-1', csrf_hash: hash(3001), expires_at: at(1) },
+              'not a time',
+            ),
+            'invalid_input',
+          );
         }));
     });
 

@@ -43,6 +43,7 @@ import {
   checkHash,
   checkImport,
   checkNewSession,
+  checkTime,
   checkNewToken,
   rowToSession,
   rowToToken,
@@ -68,21 +69,22 @@ import {
   type EntryRow,
   type IdentityRow,
 } from '../shared.ts';
-import type {
-  AppendOptions,
-  ImportOptions,
-  NewSession,
-  NewToken,
-  PortableEntry,
-  PositionRange,
-  Project,
-  SessionRecord,
-  SourceAvailability,
-  SourceInput,
-  Store,
-  StreamInfo,
-  StreamListener,
-  TokenRecord,
+import {
+  sessionsPerToken,
+  type AppendOptions,
+  type ImportOptions,
+  type NewSession,
+  type NewToken,
+  type PortableEntry,
+  type PositionRange,
+  type Project,
+  type SessionRecord,
+  type SourceAvailability,
+  type SourceInput,
+  type Store,
+  type StreamInfo,
+  type StreamListener,
+  type TokenRecord,
 } from '../store.ts';
 import { postgresMigrations } from './postgres-migrations.ts';
 
@@ -1026,12 +1028,20 @@ export class PostgresStore implements Store {
     });
   }
 
-  async createSession(session: NewSession): Promise<void> {
+  async createSession(session: NewSession, now: string): Promise<void> {
     const checked = checkNewSession(session);
+    const time = checkTime(now);
     await this.#write(async (client) => {
+      await client.query('DELETE FROM sessions WHERE expires_at <= $1', [time]);
       await client.query(
         'INSERT INTO sessions (session_hash, token_id, csrf_hash, expires_at) VALUES ($1, $2, $3, $4)',
         [checked.session_hash, checked.token_id, checked.csrf_hash, checked.expires_at],
+      );
+      await client.query(
+        `DELETE FROM sessions WHERE token_id = $1 AND session_hash NOT IN (
+           SELECT session_hash FROM sessions WHERE token_id = $1
+            ORDER BY expires_at DESC, session_hash DESC LIMIT $2)`,
+        [checked.token_id, sessionsPerToken],
       );
     });
   }

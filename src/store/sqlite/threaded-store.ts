@@ -288,8 +288,8 @@ export class ThreadedSqliteStore implements Store {
   revokeToken(project_id: string, token_id: string): Promise<TokenRecord> {
     return this.#write('revokeToken', project_id, token_id);
   }
-  createSession(session: NewSession): Promise<void> {
-    return this.#write('createSession', session);
+  createSession(session: NewSession, now: string): Promise<void> {
+    return this.#write('createSession', session, now);
   }
   findSession(session_hash: string, now: string): Promise<SessionRecord | undefined> {
     return this.#reader.findSession(session_hash, now);
