@@ -1,5 +1,6 @@
 /**
- * Managed work for an agent Baton does not run, through the official MCP SDK client over stdio:
+ * Managed work for an agent Baton does not run, through the official MCP SDK client over stdio
+ * (and, for the session's workspace, over Streamable HTTP on `baton serve`):
  * the model proposes through the work tools, Baton validates and appends, and only work_verify
  * reaches succeeded or completed. Secret canaries planted in the server's environment, in a
  * workspace file and in command output never come back in a tool result or reach the ledger.
@@ -10,11 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportStream } from '../src/app/ledger.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { workToolNames } from '../src/mcp/work-tools.ts';
 import { noAuthorityPattern, ok } from './helpers/mcp.ts';
+import { runBaton, spawnServe, type ServeProcess } from './helpers/serve-process.ts';
 
 const entry = join(import.meta.dirname, 'helpers', 'mcp-stdio-entry.ts');
 const canary = `zz-mcp-canary-${process.pid}-${Date.now()}`;
@@ -280,5 +283,64 @@ describe('managed work over MCP (stdio)', () => {
     expect(everything).toContain('[redacted]');
     expect(everything).not.toContain(canary);
     expect(everything).not.toContain(fileCanary);
+  });
+});
+
+describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
+  let dir: string;
+  let workspace: string;
+  let server: ServeProcess;
+  let client: Client;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'baton-mcp-http-work-'));
+    workspace = mkdtempSync(join(tmpdir(), 'baton-mcp-http-ws-'));
+    execFileSync('git', ['init', '-q', workspace]);
+    writeFileSync(join(workspace, 'notes.md'), 'all done\n');
+    const database = join(dir, 'baton.db');
+    const init = await runBaton(['init', '--project', 'acme', '--json'], database, workspace);
+    expect(init.code, init.stderr).toBe(0);
+    const token = (JSON.parse(init.stdout) as { token: { token: string } }).token.token;
+    server = await spawnServe(database, workspace);
+    client = new Client({ name: 'baton-test', version: '0.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    expect(await server?.stop()).toBe(0);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it('starts a session in the workspace baton serve runs in, so file and shell criteria are checked there', async () => {
+    const session_id = 'http-agent-1';
+    await ok(client, 'work_revise', {
+      session_id,
+      contract_id: 'work-1',
+      objective: 'write the notes',
+      criteria: [
+        { criterion_id: 'notes', statement: 'notes exist', kind: { type: 'file_exists', path: 'notes.md' } },
+        {
+          criterion_id: 'says-done',
+          statement: 'notes say done',
+          kind: { type: 'shell', command: 'grep -q done notes.md' },
+        },
+      ],
+      items: [{ item_id: 'write', title: 'Write notes', criterion_ids: ['notes', 'says-done'] }],
+    });
+    for (const to of ['running', 'ready_for_verification'])
+      await ok(client, 'work_transition', { session_id, revision: 1, item_id: 'write', to });
+    const verified = await ok<{ contract_status: string; verdicts: { verdict: string; reason?: string }[] }>(
+      client,
+      'work_verify',
+      { session_id },
+    );
+    expect(verified.verdicts.map(({ verdict }) => verdict)).toEqual(['passed', 'passed']);
+    expect(verified.contract_status).toBe('completed');
   });
 });

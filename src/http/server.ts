@@ -48,6 +48,12 @@ export interface ServeOptions {
    * 429 too_many_requests until one closes. MCP sessions have their own bound (src/mcp/http.ts).
    */
   maxStreamsPerToken?: number;
+  /**
+   * The workspace of the sessions that /mcp's work tools start (an absolute path; `baton serve`
+   * gives its working directory, as `baton mcp` does). Never chosen by the client. Without
+   * one, those sessions have no workspace, and their file and shell criteria are unavailable.
+   */
+  workspace?: string;
 }
 
 export const defaultHost = '127.0.0.1';
@@ -145,7 +151,11 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
     options.maxStreamsPerToken === undefined ? {} : { maxStreamsPerToken: options.maxStreamsPerToken },
   );
   registerWebRoutes(app);
-  registerMcpRoutes(app, { deps, authenticate: (request) => authenticateToken(deps, bearerToken(request)) });
+  registerMcpRoutes(app, {
+    deps,
+    authenticate: (request) => authenticateToken(deps, bearerToken(request)),
+    ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+  });
   return app;
 }
 

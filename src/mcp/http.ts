@@ -42,6 +42,8 @@ export interface McpRoutesOptions {
   readonly idleTimeoutMs?: number;
   /** Open sessions per token (default 16); one more closes that token's least recently used. */
   readonly maxSessionsPerToken?: number;
+  /** The workspace of sessions the work tools start (McpServerOptions.workspace). */
+  readonly workspace?: string;
 }
 
 type CloseReason = 'idle' | 'evicted' | 'unauthenticated' | 'app_closing';
@@ -274,7 +276,12 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
   }
 
   async function open(request: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<void> {
-    const server = createMcpServer({ deps: options.deps, principal, onError });
+    const server = createMcpServer({
+      deps: options.deps,
+      principal,
+      onError,
+      ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+    });
     let session: Session | undefined;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

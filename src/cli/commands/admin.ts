@@ -77,6 +77,8 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
     ...(host === undefined ? {} : { host }),
     ...(port === undefined ? {} : { port }),
     logger: context.values.quiet !== true,
+    // /mcp's work tools start sessions here, like baton mcp's.
+    workspace: process.cwd(),
   });
   context.io.out(announce(server.url));
   const signal = await untilStopped();
@@ -147,6 +149,9 @@ const serve: Command = {
   createsDatabase: true,
   summary: 'run the HTTP API (and MCP over HTTP) until Ctrl-C',
   usage: `baton serve [--host HOST] [--port N] [--config FILE]
+
+  Sessions that /mcp's work tools start work in this working directory: their file and
+  shell criteria are checked here.
 
 ${listenHelp}
 ${configHelp}
