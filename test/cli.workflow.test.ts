@@ -255,6 +255,26 @@ describe('baton CLI in a Git work tree', () => {
     expect(viaBinding.revision.scope_id).toBe('bound');
   });
 
+  it("never carries a binding's workstream into another project named with --project", async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['project', 'create', 'other']));
+    ok(await tree.baton(['bind', 'bound']));
+    const refused = await tree.baton(['handoff', 'meant for the bound workstream', '--project', 'other']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('bound to workstream bound of project default');
+    expect(refused.stderr).toContain('--scope');
+    const report = parsed<{ workstreams: unknown[] }>(
+      await tree.baton(['report', '--project', 'other', '--json']),
+    );
+    expect(report.workstreams).toEqual([]);
+    // Naming the workstream, or the bound project, is explicit and goes ahead.
+    const named = parsed<HandoffJson>(
+      await tree.baton(['handoff', 'explicit', '--project', 'other', '--scope', 'bound', '--json']),
+    );
+    expect(named.revision.scope_id).toBe('bound');
+    ok(await tree.baton(['handoff', 'same project', '--project', 'default']));
+  });
+
   it('retries a one-line handoff without storing a second boundary, and commits a prepared one', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['bind', 'w']));

@@ -75,6 +75,14 @@ export interface Context {
   close(): Promise<void>;
 }
 
+/**
+ * A binding that another project than --project's holds: its workstream is that project's,
+ * and carrying its scope_id into another project would write there silently.
+ */
+function otherProjectBinding(binding: Binding | undefined, project: string | undefined): boolean {
+  return binding !== undefined && project !== undefined && project !== binding.project_id;
+}
+
 export function createContext(
   values: Values,
   positionals: readonly string[],
@@ -164,12 +172,18 @@ export function createContext(
     },
     async optionalScope() {
       const given = text(values, 'scope');
+      const bound = async (): Promise<ResolvedScope | undefined> => {
+        const found = await context.binding();
+        return found === undefined || otherProjectBinding(found, text(values, 'project'))
+          ? undefined
+          : { scope_id: found.scope_id, from: 'binding' };
+      };
       const scope: ResolvedScope | undefined =
         given !== undefined
           ? { scope_id: given, from: 'option' }
           : io.env.BATON_SCOPE
             ? { scope_id: io.env.BATON_SCOPE, from: 'environment' }
-            : await context.binding().then((found) => found && { scope_id: found.scope_id, from: 'binding' });
+            : await bound();
       if (scope && !scopeIdSchema.safeParse(scope.scope_id).success) {
         throw new UsageError(
           `${JSON.stringify(scope.scope_id)} (from the ${scope.from}) is not a scope_id: 1-200 visible ASCII characters`,
@@ -184,10 +198,16 @@ export function createContext(
       const candidates = 'workstreams' in report ? report.workstreams.map((w) => w.scope_id) : [];
       const how =
         'name the workstream: --scope SCOPE_ID, BATON_SCOPE=SCOPE_ID, or bind this Git work tree once with baton bind SCOPE_ID';
+      const binding = await context.binding();
+      const project = text(values, 'project');
+      const bound =
+        binding && otherProjectBinding(binding, project)
+          ? `this work tree is bound to workstream ${binding.scope_id} of project ${binding.project_id}, not ${project}; `
+          : '';
       throw new UsageError(
         candidates.length === 0
-          ? `no workstream is named or bound, and the project has none yet: ${how}`
-          : `no workstream is named or bound; Baton does not choose one for you. Candidates:\n${candidates
+          ? `${bound}no workstream is named or bound, and the project has none yet: ${how}`
+          : `${bound}no workstream is named or bound; Baton does not choose one for you. Candidates:\n${candidates
               .map((id) => `  ${id}`)
               .join('\n')}\n${how}`,
         { showUsage: false },
