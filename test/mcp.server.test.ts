@@ -68,4 +68,27 @@ describe('MCP on the Baton HTTP server', () => {
     expect(await postWithHost(url, `rebound.example:${url.port}`, token)).toBe(403);
     // The client stays connected: closing the server ends its session.
   });
+
+  it("marks every /mcp answer, the SDK's own included, with baton-api: v1", async () => {
+    const url = new URL('/mcp', server.url);
+    const seen: (string | null)[] = [];
+    const fetchAndLook: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      seen.push(response.headers.get('baton-api'));
+      return response;
+    };
+    const client = new Client({ name: 'baton-test', version: '0.0.0' });
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      fetch: fetchAndLook,
+    });
+    await client.connect(transport);
+    await client.listTools();
+    await transport.terminateSession();
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(
+      seen.every((value) => value === 'v1'),
+      JSON.stringify(seen),
+    ).toBe(true);
+  });
 });

@@ -692,7 +692,14 @@ describe('MCP over Streamable HTTP', () => {
     for (const origin of ['http://evil.example', 'null', localhost, `ftp://127.0.0.1:${url.port}`]) {
       const response = await post({ ...session, origin });
       expect(response.status).toBe(403);
-      expect(await response.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
+      // The envelope of every other refusal before the protocol (401, 403 for the token).
+      expect(await response.json()).toEqual({
+        error: {
+          code: 'forbidden',
+          message: expect.stringContaining('DNS-rebinding') as string,
+          details: {},
+        },
+      });
     }
     const same = await post({ ...session, origin: url.origin });
     expect(same.status).toBe(200);

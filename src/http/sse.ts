@@ -5,6 +5,7 @@
  * by its preClose hook, so app.close() never waits on a stream that would never end by itself.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { hijackWithHeaders } from './hijack.ts';
 
 export const heartbeatMs = 15_000;
 
@@ -58,14 +59,9 @@ export function eventStreams(app: FastifyInstance, options: { heartbeatMs?: numb
  * proxy buffering, `Connection: close` so that ending the stream also closes its socket.
  */
 function openEventStream(reply: FastifyReply, streams: Set<EventStream>, everyMs: number): EventStream {
-  void reply.hijack();
-  const raw = reply.raw;
   // The headers hooks set on the reply (baton-api among them) go out with the stream's own.
-  const hooked = Object.entries(reply.getHeaders()).filter(
-    (header): header is [string, string | number | string[]] => header[1] !== undefined,
-  );
+  const raw = hijackWithHeaders(reply);
   raw.writeHead(200, {
-    ...Object.fromEntries(hooked),
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     'x-accel-buffering': 'no',

@@ -22,6 +22,7 @@ import type { AppDeps } from '../app/deps.ts';
 import { isBatonError } from '../core/errors.ts';
 import { UnreadableBody } from '../http/body.ts';
 import { encodeError, sendError } from '../http/errors.ts';
+import { hijackWithHeaders } from '../http/hijack.ts';
 import { invalidMessage, rpcError } from './guard.ts';
 import { connectMcp, createMcpServer } from './server.ts';
 
@@ -259,7 +260,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
     reply: FastifyReply,
     transport: StreamableHTTPServerTransport,
   ): Promise<void> {
-    reply.hijack();
+    hijackWithHeaders(reply);
     try {
       await transport.handleRequest(request.raw, reply.raw, request.body);
     } catch (error) {
@@ -315,7 +316,8 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
 
   async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | void> {
     const foreign = foreignOrigin(request);
-    if (foreign) return rpcReply(reply, 403, -32000, `Forbidden: ${foreign}`);
+    // Refused before the protocol, like a bad token: the error envelope of every HTTP refusal.
+    if (foreign) return reply.code(403).send({ error: { code: 'forbidden', message: foreign, details: {} } });
     let principal: Principal;
     try {
       principal = await options.authenticate(request);
