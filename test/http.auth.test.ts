@@ -270,6 +270,14 @@ for (const backend of backends) {
         expect([reply.status, reply.body.error.code]).toEqual([401, 'unauthorized']);
         expect(reply.headers.get('set-cookie')).toBeNull();
       }
+      // The token belongs in the header: a body (a token in it, say) is refused, not ignored.
+      for (const body of [{ token: h.tokens.writer }, { project_id: 'acme' }, [], '"x"', 'null']) {
+        const reply = await h.call('POST', '/v1/session', { body });
+        expect([reply.status, reply.body.error.code], JSON.stringify(body)).toEqual([422, 'invalid_input']);
+        expect(reply.body.error.message).toContain('Authorization');
+        expect(reply.headers.get('set-cookie')).toBeNull();
+      }
+      expect((await h.call('POST', '/v1/session', { body: {} })).status).toBe(200);
     });
   });
 }

@@ -78,9 +78,27 @@ function cookieOptions(request: FastifyRequest) {
   } as const;
 }
 
+/**
+ * A login takes no body (an empty object at most): the token goes in the Authorization header.
+ * A body is refused rather than ignored, so a token sent there is not silently dropped.
+ */
+function refuseLoginBody(body: unknown): void {
+  const empty =
+    body === undefined ||
+    (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
+  if (!empty) {
+    throw new BatonError(
+      'invalid_input',
+      'POST /v1/session takes no body: send the token in the Authorization: Bearer header',
+      { issues: [{ path: '', message: 'no body' }] },
+    );
+  }
+}
+
 /** POST /v1/session logs in with a token and sets the session cookie; DELETE /v1/session logs out. */
 export function registerSessionRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.post('/v1/session', async (request, reply) => {
+    refuseLoginBody(request.body);
     const session = await createWebSession(deps, bearerToken(request));
     void reply.setCookie(sessionCookieName(request.port), session.session, {
       ...cookieOptions(request),

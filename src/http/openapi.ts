@@ -30,10 +30,12 @@ const errorStatuses = {
   '401': 'no valid token or session (unauthorized)',
   '403': 'read-only token writing, missing CSRF token, or a foreign Host or Origin (forbidden)',
   '404': 'no such object in the caller’s project (not_found)',
+  '408': 'the request did not arrive whole in time (invalid_input); the connection is closed',
   '409': 'conflict, or revision_conflict with details.actual_head',
   '412': 'precondition_failed',
   '413': `payload_too_large (bodies are limited to ${bodyLimit} bytes)`,
   '422': 'the input does not match the schema (invalid_input, details.issues names each field)',
+  '431': 'the request headers are larger than the server accepts (payload_too_large)',
   '500': 'internal: an unexpected failure, logged with details.request_id',
   '503': 'unavailable: the store cannot be reached',
 } as const;
