@@ -222,6 +222,13 @@ describe('MCP Streamable HTTP session lifetime', () => {
         error: { code: -32600, message: expect.stringMatching(/initialize .*request with an id/) as unknown },
       });
     }
+    // A well-formed initialize inside a batch is refused for being in a batch, as MCP asks.
+    const batched = await request('POST', writer.token, undefined, [initialize]);
+    expect(batched.status).toBe(400);
+    expect(batched.headers.get('mcp-session-id')).toBeNull();
+    expect(await batched.json()).toMatchObject({
+      error: { code: -32600, message: 'Invalid Request: initialize must be sent alone, not in a batch' },
+    });
     expect(await ping(writer.token, real)).toBe(200);
     expect(closures()).toEqual([]);
   });

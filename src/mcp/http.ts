@@ -351,6 +351,9 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
       return serve(request, reply, session.transport);
     }
     if (request.method === 'POST' && isInitializeAttempt(request.body)) {
+      if (Array.isArray(request.body)) {
+        return rpcReply(reply, 400, -32600, 'Invalid Request: initialize must be sent alone, not in a batch');
+      }
       // A notification would open a session whose id nobody learns, and push out real ones.
       if (!isJSONRPCRequest(request.body) || !isInitializeRequest(request.body)) {
         return rpcReply(
