@@ -175,6 +175,39 @@ describe('baton CLI in a Git work tree', () => {
     expect(existsSync(join(tree.repo, 'src', '.baton'))).toBe(false);
   });
 
+  it("uses the main work tree's database from a linked work tree, which keeps a binding of its own", async () => {
+    const local = { env: { BATON_DATABASE_URL: '' } };
+    ok(await tree.baton(['init'], local));
+    ok(await tree.baton(['bind', 'main-work'], local));
+    ok(await tree.baton(['handoff', 'From the main work tree'], local));
+    await tree.git(
+      '-c',
+      'user.name=t',
+      '-c',
+      'user.email=t@example.test',
+      'commit',
+      '-q',
+      '--allow-empty',
+      '-m',
+      'start',
+    );
+    const linked = join(tree.dir, 'linked');
+    await tree.git('worktree', 'add', '-q', linked);
+    const inLinked = { ...local, cwd: linked };
+    // Not bound here: the linked tree has a git directory, and so a binding, of its own.
+    expect(ok(await tree.baton(['bind', '--show'], inLinked)).stdout).toContain('not bound');
+    expect(ok(await tree.baton(['continue', '--scope', 'main-work'], inLinked)).stdout).toContain(
+      'From the main work tree',
+    );
+    ok(await tree.baton(['bind', 'linked-work'], inLinked));
+    ok(await tree.baton(['handoff', 'From the linked work tree'], inLinked));
+    const report = parsed<{ workstreams: { scope_id: string }[] }>(
+      await tree.baton(['report', '--all', '--json'], local),
+    );
+    expect(report.workstreams.map((w) => w.scope_id).sort()).toEqual(['linked-work', 'main-work']);
+    expect(existsSync(join(linked, '.baton'))).toBe(false);
+  });
+
   it('looks for the database no higher than the Git work tree, and outside Git only in the working folder', async () => {
     const local = { env: { BATON_DATABASE_URL: '' } };
     // A ledger in the folder that holds the work tree: not this work tree's.

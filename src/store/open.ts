@@ -1,6 +1,6 @@
 /** Opening a Store from where it lives: a SQLite file path (the default) or a postgres:// URL. */
-import { existsSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { BatonError } from '../core/errors.ts';
 import type { Store } from './store.ts';
@@ -31,7 +31,8 @@ export function parseStoreLocation(value: string | undefined): StoreLocation {
  * command run anywhere inside a work tree uses that work tree's ledger. Outside a Git work tree
  * only cwd's own counts: a ledger left in a shared folder above (/tmp, a home folder) never
  * captures a command. A folder above cwd that another user owns is passed over, as Git passes
- * over a repository it does not trust. Without one, cwd's own path, to create or to refuse.
+ * over a repository it does not trust. A linked work tree with none of its own uses its main
+ * work tree's. Without one, cwd's own path, to create or to refuse.
  */
 export function findDefaultSqlite(cwd: string): string {
   const here = resolve(cwd);
@@ -40,12 +41,37 @@ export function findDefaultSqlite(cwd: string): string {
   const top = workTreeTop(here);
   if (top === undefined) return own;
   const uid = process.getuid?.();
+  const usable = (candidate: string) =>
+    existsSync(candidate) && (uid === undefined || statSync(candidate).uid === uid);
   for (let folder = here; folder !== top;) {
     folder = dirname(folder);
     const candidate = join(folder, defaultSqlitePath);
-    if (existsSync(candidate) && (uid === undefined || statSync(candidate).uid === uid)) return candidate;
+    if (usable(candidate)) return candidate;
   }
+  // A linked work tree (git worktree add) shares the ledger of its repository's main one.
+  const main = mainWorkTree(top);
+  if (main !== undefined && usable(join(main, defaultSqlitePath))) return join(main, defaultSqlitePath);
   return own;
+}
+
+/**
+ * The main work tree of a linked one whose top is `top`, read the way Git does: `.git` is a
+ * file `gitdir: <repo>/.git/worktrees/<name>`, whose `commondir` names the repository's git
+ * directory, and the main work tree is the folder holding it. Undefined for a main work tree,
+ * a bare repository or anything unreadable.
+ */
+function mainWorkTree(top: string): string | undefined {
+  try {
+    const dotGit = join(top, '.git');
+    if (!statSync(dotGit).isFile()) return undefined;
+    const gitdir = /^gitdir: (.+)$/m.exec(readFileSync(dotGit, 'utf8'))?.[1]?.trim();
+    if (!gitdir) return undefined;
+    const linkedDir = resolve(top, gitdir);
+    const common = resolve(linkedDir, readFileSync(join(linkedDir, 'commondir'), 'utf8').trim());
+    return basename(common) === '.git' ? dirname(common) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
