@@ -69,6 +69,28 @@ describe('MCP on the Baton HTTP server', () => {
     // The client stays connected: closing the server ends its session.
   });
 
+  it("says in each description when to call the tool, as the spec's Integration rules ask", async () => {
+    const client = new Client({ name: 'baton-test', version: '0.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', server.url), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    const { tools } = await client.listTools();
+    const description = (name: string) => tools.find((tool) => tool.name === name)!.description!;
+    expect(description('create_work_contract')).toMatch(/new delegation needs a stable baseline/);
+    expect(description('handoff_current_work')).toMatch(/asks to transfer the work, or the work must move/);
+    expect(description('acknowledge_handoff')).toMatch(
+      /only after checking the live workspace, your capability and your authorization/,
+    );
+    expect(description('acknowledge_handoff')).toMatch(/never latest/);
+    expect(description('record_task_outcome')).toMatch(/real completion or interruption/);
+    expect(description('record_task_outcome')).toMatch(/not .*session ending/);
+    expect(client.getInstructions()).toMatch(/explicit work boundaries/);
+    expect(client.getInstructions()).toMatch(/session id is attribution, never the identity of work/i);
+    await client.close();
+  });
+
   it("marks every /mcp answer, the SDK's own included, with baton-api: v1", async () => {
     const url = new URL('/mcp', server.url);
     const seen: (string | null)[] = [];
