@@ -298,6 +298,43 @@ describe('typed client', () => {
     }
   });
 
+  it("refuses an answer that does not fit the operation's published result, naming the field", async () => {
+    const metrics = {
+      project_id: 'acme',
+      clarification_rate: { rate: null, numerator: 0, denominator: 0 },
+      evidence_availability_rate: { rate: null, numerator: 0, denominator: 0 },
+      handoff_result_coverage_rate: { rate: null, numerator: 0, denominator: 0 },
+      counts: {
+        receipts: 0,
+        accepted_receipts: 0,
+        outcomes: 0,
+        verified_passed_checks: 0,
+        declared_passed_checks: 0,
+      },
+    };
+    const answering = (body: unknown) =>
+      createClient({
+        baseUrl: 'http://baton.test',
+        token,
+        fetch: async () => batonAnswer(200, JSON.stringify(body)),
+      });
+    for (const [body, field] of [
+      [{}, 'project_id'],
+      [[], 'the answer'],
+      [{ ...metrics, counts: { ...metrics.counts, receipts: 'many' } }, 'counts.receipts'],
+      [{ ...metrics, clarification_rate: null }, 'clarification_rate'],
+    ] as const) {
+      const error = await rejection(answering(body).getMetrics());
+      expect(error.code, JSON.stringify(body)).toBe('unavailable');
+      expect(error.message).toContain(`answered get_metrics in a form this client cannot read (${field}: `);
+    }
+    // A later server may add fields: they pass, and reach the caller.
+    expect(await answering({ ...metrics, added_later: true }).getMetrics()).toEqual({
+      ...metrics,
+      added_later: true,
+    });
+  });
+
   it('refuses a token no header can carry as invalid_input, not as an unreachable server', () => {
     for (const bad of ['baton_\u0001x', 'baton_ x', 'baton_é', '']) {
       expect(() => createClient({ baseUrl: server.url, token: bad })).toThrow(/check --token or BATON_TOKEN/);
@@ -324,7 +361,7 @@ describe('typed client', () => {
         return batonAnswer(status, body);
       };
     const prefixed = createClient({ baseUrl: 'http://baton.test/api', token, fetch: answer(200, '{}') });
-    await prefixed.getMetrics();
+    expect((await rejection(prefixed.getMetrics())).code).toBe('unavailable');
     expect(seen).toEqual(['http://baton.test/api/v1/work/metrics']);
     const gateway = createClient({ baseUrl: 'http://baton.test', token, fetch: answer(502, 'Bad gateway') });
     const error = await rejection(gateway.getMetrics());

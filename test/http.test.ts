@@ -36,14 +36,66 @@ function expectError(reply: Reply, status: number, code: string): Record<string,
 for (const backend of backends) {
   describe(`HTTP contract on ${backend.name}`, () => {
     let h: HttpHarness;
-    const post = (path: string, body: unknown) => h.call('POST', path, { body });
+    /** Every answer of the test, to hold each against its operation's published result schema. */
+    let answers: { method: string; path: string; reply: Reply }[] = [];
+    const kept = (method: string, path: string) => (reply: Reply) => {
+      answers.push({ method, path, reply });
+      return reply;
+    };
+    const post = (path: string, body: unknown) => h.call('POST', path, { body }).then(kept('POST', path));
     const get = (path: string, query: Record<string, string> = {}, headers: Record<string, string> = {}) =>
-      h.call('GET', path, { query, headers });
+      h.call('GET', path, { query, headers }).then(kept('GET', path));
 
     beforeEach(async () => {
+      answers = [];
       h = await startHarness(backend);
     });
     afterEach(() => h.dispose());
+
+    it('answers every operation in the shape its published result schema describes', async () => {
+      await seedWorkstream((method, path, options) => h.call(method, path, options));
+      // The relay below again, for its answers: each 200 JSON answer must fit, and all 14 answer.
+      const log = (await post('/v1/work/sources/capture', inputs.capture('log-2'))).body.source_ref;
+      await post('/v1/work/sources/capture', inputs.capture('to-retract'));
+      await post('/v1/work/sources/retract', { scope_id, source_id: 'to-retract', reason: 'not needed' });
+      await post('/v1/work/contracts/create', inputs.contract('contract-2', log));
+      const prepared = (await post('/v1/work/handoffs/prepare-current', inputs.boundary('boundary-2', log)))
+        .body;
+      await post('/v1/work/handoffs/commit', { scope_id, prepared: prepared.digest, expected_head: 1 });
+      await post('/v1/work/handoffs/continue', { scope_id, selection: 'latest' });
+      const receipt = (await post('/v1/work/handoffs/acknowledge', inputs.accept('receipt-2', 2))).body
+        .receipt.source_ref;
+      const outcome = (await post('/v1/work/outcomes/record', inputs.outcome('outcome-2', receipt, log)))
+        .body;
+      for (const query of [{ scope_id }, {}, { scope_id, format: 'markdown' }] as Record<string, string>[])
+        await get('/v1/work/report', query);
+      await get('/v1/work/continuity', { scope_id });
+      await get('/v1/work/experience/candidates', { scope_id });
+      await post('/v1/work/experience/review', {
+        scope_id,
+        candidate: outcome.receipt.source_ref,
+        decision: 'approved',
+        note: 'a lesson worth keeping',
+      });
+      await post('/v1/work/context/prepare', { scope_id });
+      await get('/v1/work/metrics');
+
+      const answered = new Set<string>();
+      for (const { method, path, reply } of answers) {
+        const operation = operations.find((entry) => entry.method === method && entry.path === path)!;
+        expect([operation.operationId, reply.status, reply.body?.error]).toEqual([
+          operation.operationId,
+          200,
+          undefined,
+        ]);
+        const checked = operation.output.safeParse(reply.body);
+        expect(checked.error?.issues ?? [], operation.operationId).toEqual([]);
+        answered.add(operation.operationId);
+      }
+      expect([...answered].sort()).toEqual(operations.map((operation) => operation.operationId).sort());
+      // A wrong shape does not fit: the schemas can fail.
+      expect(operations[0]!.output.safeParse({}).success).toBe(false);
+    });
 
     it('runs the whole relay: the four continuity operations, commit, continue, report, continuity, experience, context, metrics', async () => {
       const health = await h.call('GET', '/healthz', { token: null });
@@ -587,6 +639,29 @@ describe('routes and the OpenAPI document', () => {
         'source_id',
         'content',
       ]);
+      // Each 200 answer is typed with the operation's published result schema.
+      const answer = (path: string, method: string) =>
+        (
+          doc.paths[path]![method]!.responses as Record<
+            string,
+            { content: Record<string, { schema: unknown }> }
+          >
+        )['200']!.content['application/json']!.schema;
+      expect(answer('/v1/work/sources/capture', 'post')).toMatchObject({
+        type: 'object',
+        required: ['source_ref', 'position', 'digest'],
+        properties: { source_ref: { type: 'object', required: ['scope_id', 'source_id', 'digest'] } },
+      });
+      expect(answer('/v1/work/continuity', 'get')).toMatchObject({
+        properties: {
+          transfer_state: { enum: expect.arrayContaining(['awaiting_receipt', 'accepted']) as unknown },
+        },
+      });
+      expect(answer('/v1/work/report', 'get')).toMatchObject({ anyOf: expect.any(Array) as unknown });
+      for (const operation of operations) {
+        const schema = answer(operation.path, operation.method.toLowerCase()) as Record<string, unknown>;
+        expect(schema.additionalProperties, operation.operationId).toBeUndefined();
+      }
       const report = doc.paths['/v1/work/report']!.get!.parameters as { name: string; required: boolean }[];
       expect(report.map((parameter) => parameter.name)).toEqual([
         'scope_id',

@@ -24,6 +24,7 @@ import { listExperienceCandidates, prepareContext, reviewExperience, reviewInput
 import { commitHandoff, continueHandoff } from './handoffs.ts';
 import { continuityMetrics } from './metrics.ts';
 import { readReport, readWorkstreamReport } from './report.ts';
+import { resultSchemas } from './results.ts';
 import { captureSource, retractSource, type CaptureSourceInput } from './sources.ts';
 
 export type Access = 'read' | 'write';
@@ -39,6 +40,8 @@ export interface Operation<S extends z.ZodType = z.ZodType> {
   readonly idempotent: boolean;
   /** The input, without project_id: a surface takes the project from its authentication. */
   readonly input: S;
+  /** What it answers, as published (src/app/results.ts): open objects, checked by the client. */
+  readonly output: z.ZodType;
   /** Run with the caller's validated input (its own object, as sent). */
   run(deps: AppDeps, project_id: string, input: z.input<S>): Promise<unknown>;
 }
@@ -60,6 +63,7 @@ export const operations: readonly Operation[] = [
     summary: 'Capture a source into a workstream; the same content again returns the same receipt.',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.capture_source,
     input: z.strictObject({
       ...where,
       kind: z.string().optional(),
@@ -75,6 +79,7 @@ export const operations: readonly Operation[] = [
     summary: 'Purge a source that must not be kept; its tombstone keeps its place and identity.',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.retract_source,
     input: z.strictObject({ ...where, reason: z.string() }),
     run: (deps, project_id, input) => retractSource(deps, { ...input, project_id }),
   }),
@@ -85,6 +90,7 @@ export const operations: readonly Operation[] = [
     summary: 'Validate exact evidence and store a Work Contract source.',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.create_work_contract,
     input: z.strictObject({ ...where, ...workContractFields }),
     run: (deps, project_id, input) => createWorkContract(deps, { ...input, project_id }),
   }),
@@ -95,6 +101,7 @@ export const operations: readonly Operation[] = [
     summary: 'Store a boundary source and deterministically finalize a Prepared Handoff (not committed).',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.handoff_current_work,
     input: z.strictObject({ ...where, ...boundaryFields }),
     run: (deps, project_id, input) => handoffCurrentWork(deps, { ...input, project_id }),
   }),
@@ -105,6 +112,7 @@ export const operations: readonly Operation[] = [
     summary: 'Publish a Prepared Handoff as the next immutable revision if the head is still expected_head.',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.commit_handoff,
     input: z.strictObject({
       scope_id: scopeIdSchema,
       prepared: z.union([digest, jsonObjectSchema]),
@@ -120,6 +128,7 @@ export const operations: readonly Operation[] = [
     summary: 'Resolve latest, a prepared digest or an exact revision and check every citation again.',
     access: 'read',
     idempotent: true,
+    output: resultSchemas.continue_handoff,
     input: z.strictObject({ scope_id: scopeIdSchema, selection: selectionSchema }),
     run: (deps, project_id, input) => continueHandoff(deps, { ...input, project_id }),
   }),
@@ -130,6 +139,7 @@ export const operations: readonly Operation[] = [
     summary: 'Continue an exact selection, check evidence and store a Receipt source.',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.acknowledge_handoff,
     input: z.strictObject({ ...where, ...acknowledgeFields }),
     run: (deps, project_id, input) => acknowledgeHandoff(deps, { ...input, project_id }),
   }),
@@ -140,6 +150,7 @@ export const operations: readonly Operation[] = [
     summary: 'Store a completion-aware Task Outcome source.',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.record_task_outcome,
     input: z.strictObject({ ...where, ...outcomeFields }),
     run: (deps, project_id, input) => recordTaskOutcome(deps, { ...input, project_id }),
   }),
@@ -150,6 +161,7 @@ export const operations: readonly Operation[] = [
     summary: 'The Handoff Report of the project or one workstream, as JSON or human Markdown.',
     access: 'read',
     idempotent: true,
+    output: resultSchemas.get_report,
     input: z
       .strictObject({
         scope_id: scopeIdSchema.optional(),
@@ -190,6 +202,7 @@ export const operations: readonly Operation[] = [
     summary: `The WorkContinuity projection of a workstream (${workKinds.join(', ')}).`,
     access: 'read',
     idempotent: true,
+    output: resultSchemas.get_work_continuity,
     input: z.strictObject({
       scope_id: scopeIdSchema,
       through: revision.optional(),
@@ -210,6 +223,7 @@ export const operations: readonly Operation[] = [
     summary: 'Experience candidates drafted from Task Outcomes, with their review state.',
     access: 'read',
     idempotent: true,
+    output: resultSchemas.list_experience_candidates,
     input: z.strictObject({ scope_id: scopeIdSchema.optional() }),
     run: (deps, project_id, input) => listExperienceCandidates(deps, { ...input, project_id }),
   }),
@@ -220,6 +234,7 @@ export const operations: readonly Operation[] = [
     summary: 'Approve or reject one experience candidate, once, with a note.',
     access: 'write',
     idempotent: true,
+    output: resultSchemas.review_experience,
     input: reviewInput.omit({ project_id: true }),
     run: (deps, project_id, input) => reviewExperience(deps, { ...input, project_id }),
   }),
@@ -231,6 +246,7 @@ export const operations: readonly Operation[] = [
       'The current committed handoff, the active work contract and approved experience, with trust labels.',
     access: 'read',
     idempotent: true,
+    output: resultSchemas.prepare_context,
     input: z.strictObject({ scope_id: scopeIdSchema.optional() }),
     run: (deps, project_id, input) => prepareContext(deps, { ...input, project_id }),
   }),
@@ -241,6 +257,7 @@ export const operations: readonly Operation[] = [
     summary: 'Continuity metrics of the project with the counts behind each rate.',
     access: 'read',
     idempotent: true,
+    output: resultSchemas.get_metrics,
     input: z.strictObject({}),
     run: (deps, project_id) => continuityMetrics(deps, { project_id }),
   }),

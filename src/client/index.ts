@@ -217,9 +217,21 @@ export function createClient(options: ClientOptions): BatonClient {
       throw new BatonError('invalid_input', `${operationId} takes a JSON object`, { operationId });
     }
     const get = operation.method === 'GET';
-    return get
+    const answer = await (get
       ? request('GET', operation.path + queryOf(input as Record<string, unknown>), operationId)
-      : request('POST', operation.path, operationId, input);
+      : request('POST', operation.path, operationId, input));
+    // The published result schema (open objects): what this client's types promise the caller.
+    const checked = operation.output.safeParse(answer);
+    if (!checked.success) {
+      const issue = checked.error.issues[0]!;
+      const at = issue.path.length === 0 ? 'the answer' : issue.path.join('.');
+      throw new BatonError(
+        'unavailable',
+        `the server at ${base.origin} answered ${operationId} in a form this client cannot read (${at}: ${issue.message}): check --server and that both run the same Baton version`,
+        { operationId, path: issue.path.map(String) },
+      );
+    }
+    return answer;
   }
 
   const client: Record<string, unknown> = { invoke };

@@ -79,7 +79,8 @@ function operationObject(operation: Operation): JsonSchema {
           ? 'the report; with format=markdown and Accept: text/markdown, the Markdown text itself'
           : 'the result',
         content: {
-          'application/json': { schema: {} },
+          // Read as input: its objects stay open, as a later version may add fields.
+          'application/json': { schema: jsonSchema(operation.output, 'input') },
           ...(markdown ? { 'text/markdown': { schema: { type: 'string' } } } : {}),
         },
       },

@@ -1,0 +1,202 @@
+/**
+ * What each registry operation answers, as published: the OpenAPI document's 200 schemas and
+ * the typed client's check of every answer are made from these. Objects are open (a later
+ * version may add fields, and a reader must ignore them). A record a caller reads as a whole
+ * (a Prepared Handoff, a Work record, a boundary) is an object here, its own schema being
+ * elsewhere. The type checks at the end keep each schema true to its app function's result:
+ * a schema that names a field the result lacks, or types one differently, does not compile.
+ */
+import { z } from 'zod';
+import { digestPattern } from '../core/canonical.ts';
+import { workKinds } from '../core/continuity/records.ts';
+import type { Candidate } from '../core/continuity/experience.ts';
+import type { ContinuityMetrics } from '../core/continuity/metrics.ts';
+import type { WorkContinuity } from '../core/continuity/projection.ts';
+import type { HandoffReport, WorkstreamReport } from '../core/handoff/report.ts';
+import type { HandoffResolution } from '../core/handoff/resolution.ts';
+import type { Entry } from '../core/ledger/entry.ts';
+import type { Revision } from '../core/ledger/revision.ts';
+import type { SourceReceipt } from '../core/ledger/source.ts';
+import type { AcknowledgeResult, HandoffCurrentWorkResult, StoredWorkRecord } from './continuity.ts';
+import type { PreparedContext } from './experience.ts';
+
+const whole = z.number().int().min(0);
+/** A list as the app functions return it: read-only. */
+const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
+const digest = z.string().regex(digestPattern);
+/** A JSON object read as a whole; its fields are described by its own schema. */
+const record = z
+  .custom<object>(
+    (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+    'a JSON object',
+  )
+  .meta({ type: 'object' });
+
+const sourceRef = z.object({ scope_id: z.string(), source_id: z.string(), digest });
+const receipt = z.object({ source_ref: sourceRef, position: whole, digest });
+const stored = z.object({ receipt, record, trust: z.string() });
+
+const entry = z.object({
+  stream: record,
+  position: whole,
+  global_seq: whole,
+  type: z.string(),
+  source_id: z.string().nullable(),
+  digest,
+  recorded_at: z.string(),
+  content: z.unknown(),
+  metadata: record.nullable(),
+  retracted: z.object({ at: z.string(), reason: z.string() }).nullable(),
+});
+
+const revision = z.object({
+  scope_id: z.string(),
+  revision: whole,
+  prepared_digest: digest,
+  committed_at: z.string(),
+});
+
+const prepared = z.object({
+  digest,
+  prepared_handoff: record,
+  boundary_receipt: receipt,
+  boundary: record,
+  trust: z.literal('untrusted_input'),
+});
+
+const resolution = z.object({
+  schema: z.literal('baton.handoff-resolution/v1'),
+  scope_id: z.string(),
+  selection: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('exact'), revision: whole, digest }),
+    z.object({ kind: z.literal('prepared'), digest }),
+  ]),
+  current_head: whole,
+  handoff: record,
+  evidence: z.enum(['available', 'unavailable', 'none_cited']),
+  evidence_checks: list(
+    z.object({ location: z.string(), citation: sourceRef, status: z.enum(['available', 'unavailable']) }),
+  ),
+  trust: z.literal('untrusted_history'),
+});
+
+const continuity = z.object({
+  scope_id: z.string(),
+  current: z.object({ revision: whole, digest }).nullable(),
+  counts: z.object(Object.fromEntries(workKinds.map((kind) => [kind, whole]))),
+  invalid_record_count: whole,
+  timeline: list(
+    z.object({ position: whole, kind: z.enum(workKinds), source_ref: sourceRef, summary: z.string() }),
+  ),
+  truncated: z.boolean(),
+  transfer_state: z.enum([
+    'not_applicable',
+    'awaiting_receipt',
+    'needs_clarification',
+    'declined',
+    'accepted',
+  ]),
+  outcome_state: z.enum(['not_expected', 'awaiting_outcome', 'covered']),
+  active_receipt_ref: sourceRef.nullable(),
+  covering_outcome_ref: sourceRef.nullable(),
+});
+
+const workstreamReport = z.object({
+  scope_id: z.string(),
+  selection: z.object({ revision: whole, position: whole }),
+  revision_count: whole,
+  current: z.object({ revision: whole, digest, committed_at: z.string(), handoff: record }).nullable(),
+  revisions: list(
+    z.object({
+      revision: whole,
+      digest,
+      committed_at: z.string(),
+      objective: z.string(),
+      next_action: z.string(),
+      current: z.boolean(),
+    }),
+  ),
+  continuity,
+  trust: z.literal('untrusted_history'),
+});
+
+const handoffReport = z.object({
+  schema: z.literal('baton.handoff-report/v1'),
+  project_id: z.string(),
+  workstreams: list(workstreamReport),
+});
+
+const markdown = z.object({ markdown: z.string() });
+
+const candidate = z.object({
+  candidate: sourceRef,
+  status: z.enum(['pending', 'approved', 'rejected']),
+  draft: z.object({ objective: z.string(), lesson: z.string() }),
+  review: z.object({ ref: sourceRef, decision: z.string(), note: z.string() }).nullable(),
+  trust: z.literal('untrusted_observation'),
+});
+
+const preparedContext = z.object({
+  schema: z.literal('baton.prepared-context/v1'),
+  project_id: z.string(),
+  scope_id: z.string().nullable(),
+  handoff: z
+    .object({ revision: whole, digest, handoff: record, trust: z.literal('untrusted_history') })
+    .nullable(),
+  work_contract: z.object({ source_ref: sourceRef, record, trust: z.literal('untrusted_input') }).nullable(),
+  experience: list(candidate),
+});
+
+const rate = z.object({ rate: z.number().nullable(), numerator: whole, denominator: whole });
+const metrics = z.object({
+  project_id: z.string(),
+  clarification_rate: rate,
+  evidence_availability_rate: rate,
+  handoff_result_coverage_rate: rate,
+  counts: z.object({
+    receipts: whole,
+    accepted_receipts: whole,
+    outcomes: whole,
+    verified_passed_checks: whole,
+    declared_passed_checks: whole,
+  }),
+});
+
+/** The result schema of each operation, by operationId. */
+export const resultSchemas = {
+  capture_source: receipt,
+  retract_source: entry,
+  create_work_contract: stored,
+  handoff_current_work: prepared,
+  commit_handoff: revision,
+  continue_handoff: resolution,
+  acknowledge_handoff: stored,
+  record_task_outcome: stored,
+  get_report: z.union([workstreamReport, handoffReport, markdown]),
+  get_work_continuity: continuity,
+  list_experience_candidates: list(candidate),
+  review_experience: z.object({ receipt, candidate }),
+  prepare_context: preparedContext,
+  get_metrics: metrics,
+} as const satisfies Record<string, z.ZodType>;
+
+/** True when every value of type R is a valid output of S: R may say more, never otherwise. */
+type Fits<R, S extends z.ZodType> = [R] extends [z.output<S>] ? true : false;
+type Check<T extends true> = T;
+
+/** Compile-time only: each schema describes what its app function really returns. */
+export type ResultSchemasFit = [
+  Check<Fits<SourceReceipt, typeof receipt>>,
+  Check<Fits<Entry, typeof entry>>,
+  Check<Fits<StoredWorkRecord<object>, typeof stored>>,
+  Check<Fits<AcknowledgeResult, typeof stored>>,
+  Check<Fits<HandoffCurrentWorkResult, typeof prepared>>,
+  Check<Fits<Revision, typeof revision>>,
+  Check<Fits<HandoffResolution, typeof resolution>>,
+  Check<Fits<WorkContinuity, typeof continuity>>,
+  Check<Fits<WorkstreamReport, typeof workstreamReport>>,
+  Check<Fits<HandoffReport, typeof handoffReport>>,
+  Check<Fits<Candidate, typeof candidate>>,
+  Check<Fits<PreparedContext, typeof preparedContext>>,
+  Check<Fits<ContinuityMetrics & { project_id: string }, typeof metrics>>,
+];
