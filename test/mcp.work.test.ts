@@ -23,6 +23,21 @@ const entry = join(import.meta.dirname, 'helpers', 'mcp-stdio-entry.ts');
 const canary = `zz-mcp-canary-${process.pid}-${Date.now()}`;
 const fileCanary = `ghp_${'Z'.repeat(36)}`;
 
+/** A first proposal: write notes.md, checked by a file criterion and a shell one. */
+const notesContract = {
+  contract_id: 'work-1',
+  objective: 'write the notes',
+  criteria: [
+    { criterion_id: 'notes', statement: 'notes exist', kind: { type: 'file_exists', path: 'notes.md' } },
+    {
+      criterion_id: 'says-done',
+      statement: 'notes say done',
+      kind: { type: 'shell', command: 'grep -q done notes.md' },
+    },
+  ],
+  items: [{ item_id: 'write', title: 'Write notes', criterion_ids: ['notes', 'says-done'] }],
+};
+
 describe('managed work over MCP (stdio)', () => {
   let dir: string;
   let workspace: string;
@@ -107,20 +122,7 @@ describe('managed work over MCP (stdio)', () => {
     const session_id = 'claude-1';
     const created = await good<{
       contract: { status: string; revision: number; items: { status: string }[] };
-    }>('work_revise', {
-      session_id,
-      contract_id: 'work-1',
-      objective: 'write the notes',
-      criteria: [
-        { criterion_id: 'notes', statement: 'notes exist', kind: { type: 'file_exists', path: 'notes.md' } },
-        {
-          criterion_id: 'says-done',
-          statement: 'notes say done',
-          kind: { type: 'shell', command: 'grep -q done notes.md' },
-        },
-      ],
-      items: [{ item_id: 'write', title: 'Write notes', criterion_ids: ['notes', 'says-done'] }],
-    });
+    }>('work_revise', { session_id, ...notesContract });
     expect(created.contract).toMatchObject({ status: 'active', revision: 1 });
     expect(created.contract.items[0]?.status).toBe('ready');
     const move = (to: string, operation_id?: string) =>
@@ -319,20 +321,7 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
 
   it('starts a session in the workspace baton serve runs in, so file and shell criteria are checked there', async () => {
     const session_id = 'http-agent-1';
-    await ok(client, 'work_revise', {
-      session_id,
-      contract_id: 'work-1',
-      objective: 'write the notes',
-      criteria: [
-        { criterion_id: 'notes', statement: 'notes exist', kind: { type: 'file_exists', path: 'notes.md' } },
-        {
-          criterion_id: 'says-done',
-          statement: 'notes say done',
-          kind: { type: 'shell', command: 'grep -q done notes.md' },
-        },
-      ],
-      items: [{ item_id: 'write', title: 'Write notes', criterion_ids: ['notes', 'says-done'] }],
-    });
+    await ok(client, 'work_revise', { session_id, ...notesContract });
     for (const to of ['running', 'ready_for_verification'])
       await ok(client, 'work_transition', { session_id, revision: 1, item_id: 'write', to });
     const verified = await ok<{ contract_status: string; verdicts: { verdict: string; reason?: string }[] }>(
