@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operations } from '../src/app/operations.ts';
 import { commands, run } from '../src/cli/run.ts';
+import { spawnServe } from './helpers/serve-process.ts';
 
 const main = join(import.meta.dirname, '../src/cli/main.ts');
 const exec = promisify(execFile);
@@ -126,6 +127,72 @@ describe('baton CLI', () => {
     expect(help.stdout).toMatch(/--reason TEXT +why/);
     const read = await baton('read', '--scope', 'copy');
     expect(read.stdout.trim().split('\n').length).toBe(2);
+  });
+
+  it('lists tokens without their secrets, and revokes one so that a running server refuses it at once', async () => {
+    await baton('start', '--no-serve');
+    const created = [
+      JSON.parse((await baton('token', 'create', '--label', 'ci', '--json')).stdout),
+      JSON.parse((await baton('token', 'create', '--read-only', '--label', 'wall', '--json')).stdout),
+    ] as { token: string; token_id: string }[];
+    const server = await spawnServe(join(dir, '.baton', 'baton.db'), dir);
+    try {
+      const metrics = (token: string) =>
+        fetch(`${server.url}/v1/work/metrics`, { headers: { authorization: `Bearer ${token}` } }).then(
+          (response) => response.status,
+        );
+      expect(await metrics(created[0]!.token)).toBe(200);
+
+      const listed = await baton('token', 'list', '--json');
+      expect(listed.code, listed.stderr).toBe(0);
+      const tokens = JSON.parse(listed.stdout) as { tokens: Record<string, unknown>[] };
+      const mine = tokens.tokens.filter((token) => created.some((c) => c.token_id === token.token_id));
+      expect(mine).toEqual([
+        {
+          token_id: created[0]!.token_id,
+          project_id: 'default',
+          label: 'ci',
+          read_only: false,
+          created_at: expect.any(String) as string,
+          revoked_at: null,
+        },
+        {
+          token_id: created[1]!.token_id,
+          project_id: 'default',
+          label: 'wall',
+          read_only: true,
+          created_at: expect.any(String) as string,
+          revoked_at: null,
+        },
+      ]);
+      expect(listed.stdout).not.toContain(created[0]!.token);
+      expect(listed.stdout).not.toContain('hash');
+      const human = await baton('token', 'list');
+      expect(human.stdout).toContain(created[1]!.token_id);
+      expect(human.stdout).toContain('read-only');
+
+      const revoked = await baton('token', 'revoke', created[0]!.token_id, '--json');
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(JSON.parse(revoked.stdout)).toMatchObject({
+        token_id: created[0]!.token_id,
+        revoked_at: expect.any(String) as string,
+      });
+      expect(await metrics(created[0]!.token)).toBe(401);
+      expect(await metrics(created[1]!.token)).toBe(200);
+      // Revoking again answers the same record; the list shows when.
+      const again = await baton('token', 'revoke', created[0]!.token_id, '--json');
+      expect(JSON.parse(again.stdout)).toEqual(JSON.parse(revoked.stdout));
+      expect((await baton('token', 'list')).stdout).toMatch(/revoked/);
+
+      const unknown = await baton('token', 'revoke', 'no-such-token');
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain('not_found');
+      const missing = await baton('token', 'revoke');
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('TOKEN_ID');
+    } finally {
+      await server.stop();
+    }
   });
 
   it('answers bad input with a message that says what to fix and a non-zero exit', async () => {

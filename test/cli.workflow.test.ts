@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cliEnv, cliMain, tempWorkTree, type CliResult, type WorkTree } from './helpers/git.ts';
@@ -306,6 +306,26 @@ describe('baton CLI in a Git work tree', () => {
     );
     expect(named.revision.scope_id).toBe('bound');
     ok(await tree.baton(['handoff', 'same project', '--project', 'default']));
+  });
+
+  it('says what to do, without a stack trace, when the binding file is a folder or damaged', async () => {
+    ok(await tree.baton(['init']));
+    const gitDir = (await tree.git('rev-parse', '--absolute-git-dir')).trim();
+    const path = join(gitDir, 'baton', 'binding.json');
+    mkdirSync(path, { recursive: true });
+    for (const args of [['unbind'], ['bind', '--show'], ['bind', 'w'], ['handoff', 'x']]) {
+      const result = await tree.baton(args);
+      expect({ args, code: result.code }).toEqual({ args, code: 1 });
+      expect(result.stderr).toContain(`${path} is a folder, not a binding file`);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+    rmSync(path, { recursive: true });
+    writeFileSync(path, '{"schema": "nope"');
+    const damaged = await tree.baton(['handoff', 'x']);
+    expect(damaged.code).toBe(1);
+    expect(damaged.stderr).toContain('is damaged; run baton unbind');
+    ok(await tree.baton(['unbind']));
+    ok(await tree.baton(['bind', 'w']));
   });
 
   it('retries a one-line handoff without storing a second boundary, and commits a prepared one', async () => {

@@ -71,6 +71,34 @@ export async function createToken(deps: AppDeps, input: unknown): Promise<Create
   };
 }
 
+/** A token as it may be shown: never its secret, nor the secret's hash. */
+export interface TokenInfo {
+  readonly token_id: string;
+  readonly project_id: string;
+  readonly label: string;
+  readonly read_only: boolean;
+  readonly created_at: string;
+  readonly revoked_at: string | null;
+}
+
+function tokenInfo(token: TokenRecord): TokenInfo {
+  const { token_id, project_id, label, read_only, created_at, revoked_at } = token;
+  return { token_id, project_id, label, read_only, created_at, revoked_at };
+}
+
+/** The project's tokens, revoked ones included, oldest first. */
+export async function listTokens(deps: AppDeps, project_id: string): Promise<TokenInfo[]> {
+  return (await deps.store.listTokens(project_id)).map(tokenInfo);
+}
+
+/**
+ * Revoke a token of the project: it authenticates nothing from now on, and its web sessions
+ * end. Revoking a revoked token answers its record again (when it was first revoked).
+ */
+export async function revokeToken(deps: AppDeps, project_id: string, token_id: string): Promise<TokenInfo> {
+  return tokenInfo(await deps.store.revokeToken(project_id, token_id));
+}
+
 /** The principal of a bearer token; unauthorized when it is missing, malformed, unknown or revoked. */
 export async function authenticateToken(deps: AppDeps, token: string | undefined): Promise<Principal> {
   if (!token || !token.startsWith(tokenPrefix) || token.length > 200) {

@@ -52,6 +52,21 @@ async function requireGitDir(cwd: string): Promise<string> {
   return dir;
 }
 
+/** Whether a file operation failed because the path is a folder (fs.rm says so in its own code). */
+function isFolderError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'EISDIR' || code === 'ERR_FS_EISDIR';
+}
+
+/** The binding's path holds a folder: nothing Baton wrote, so Baton leaves removing it to a person. */
+function folderInstead(path: string): BatonError {
+  return new BatonError(
+    'invalid_input',
+    `${path} is a folder, not a binding file: remove it (rm -r '${path}'), then bind again`,
+    { path },
+  );
+}
+
 /** The binding of the work tree at cwd, if any; invalid_input when the file is damaged. */
 export async function readBinding(cwd: string): Promise<{ binding: Binding; path: string } | undefined> {
   const dir = await gitDir(cwd);
@@ -62,6 +77,7 @@ export async function readBinding(cwd: string): Promise<{ binding: Binding; path
     text = await readFile(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (isFolderError(error)) throw folderInstead(path);
     throw error;
   }
   let value: unknown;
@@ -88,7 +104,14 @@ export async function writeBinding(cwd: string, binding: Binding): Promise<strin
   await mkdir(join(path, '..'), { recursive: true });
   const temporary = `${path}.${process.pid}.tmp`;
   await writeFile(temporary, `${JSON.stringify(binding, null, 2)}\n`, { mode: 0o600 });
-  await rename(temporary, path);
+  try {
+    await rename(temporary, path);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    if (isFolderError(error) || (error as NodeJS.ErrnoException).code === 'ENOTEMPTY')
+      throw folderInstead(path);
+    throw error;
+  }
   return path;
 }
 
@@ -100,6 +123,7 @@ export async function removeBinding(cwd: string): Promise<string | undefined> {
     return path;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (isFolderError(error)) throw folderInstead(path);
     throw error;
   }
 }

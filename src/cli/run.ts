@@ -179,12 +179,13 @@ function systemFailure(error: NodeJS.ErrnoException): BatonError {
   });
 }
 
+/** An operating system's refusal: errno codes, and the ERR_FS_ codes some fs calls use instead (rm's ERR_FS_EISDIR). */
 function isSystemError(error: unknown): error is NodeJS.ErrnoException {
   const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
   return (
     error instanceof Error &&
     typeof code === 'string' &&
-    /^E[A-Z]+$/.test(code) &&
+    /^(E[A-Z]+|ERR_FS_[A-Z_]+)$/.test(code) &&
     typeof syscall === 'string'
   );
 }

@@ -1,8 +1,8 @@
 /**
- * Setting Baton up and running it: init, token create, start, serve and mcp. These work on the
+ * Setting Baton up and running it: init, token create, list and revoke, start, serve and mcp. These work on the
  * local database (tokens are created where they are stored), never through --server.
  */
-import { createToken, type CreatedToken } from '../../app/auth.ts';
+import { createToken, listTokens, revokeToken, type CreatedToken, type TokenInfo } from '../../app/auth.ts';
 import type { AppDeps } from '../../app/deps.ts';
 import { systemClock } from '../../core/clock.ts';
 import {
@@ -145,6 +145,54 @@ ${databaseHelp}`,
   },
 };
 
+function tokenLine(token: TokenInfo): string {
+  const state = token.revoked_at === null ? 'live' : `revoked ${token.revoked_at}`;
+  const label = token.label ? `  ${JSON.stringify(token.label)}` : '';
+  return `${token.token_id}  ${token.read_only ? 'read-only' : 'read-write'}  created ${token.created_at}  ${state}${label}`;
+}
+
+const tokenList: Command = {
+  summary: "list a project's tokens (never their secrets), revoked ones included",
+  usage: `baton token list [--project ID] [--json]
+
+${projectHelp}
+  --json                {tokens: [{token_id, project_id, label, read_only, created_at, revoked_at}]}
+${databaseHelp}`,
+  examples: ['baton token list', 'baton token list --project billing --json'],
+  options: { ...common, ...projectOption, json: { type: 'boolean' } },
+  async run(context) {
+    const project_id = checkedProject(await context.project());
+    const tokens = await listTokens(await deps(context), project_id);
+    context.print({ tokens }, () =>
+      tokens.length === 0
+        ? `Project ${project_id} has no tokens: baton token create --project ${project_id}\n`
+        : `Tokens of project ${project_id}:\n${tokens.map((token) => `  ${tokenLine(token)}\n`).join('')}`,
+    );
+  },
+};
+
+const tokenRevoke: Command = {
+  summary: 'revoke a token at once: it authenticates nothing more, and its web sessions end',
+  usage: `baton token revoke TOKEN_ID [--project ID] [--json]
+
+  TOKEN_ID              the token's id, as token create and token list print it (not its secret)
+${projectHelp}
+  --json                the token's record, with revoked_at
+${databaseHelp}`,
+  examples: ['baton token revoke 019…', 'baton token list  # to find the id'],
+  positionals: true,
+  options: { ...common, ...projectOption, json: { type: 'boolean' } },
+  async run(context) {
+    const [token_id, ...extra] = context.positionals;
+    if (token_id === undefined || extra.length > 0) {
+      throw new UsageError('name exactly one TOKEN_ID to revoke (baton token list shows them)');
+    }
+    const project_id = checkedProject(await context.project());
+    const token = await revokeToken(await deps(context), project_id, token_id);
+    context.print(token, () => `Revoked ${tokenLine(token)}\n`);
+  },
+};
+
 const serve: Command = {
   createsDatabase: true,
   summary: 'run the HTTP API (and MCP over HTTP) until Ctrl-C',
@@ -260,6 +308,8 @@ ${databaseHelp}`,
 export const adminCommands: Record<string, Command> = {
   init,
   'token create': tokenCreate,
+  'token list': tokenList,
+  'token revoke': tokenRevoke,
   start,
   serve,
   mcp,
