@@ -314,6 +314,51 @@ for (const backend of backends) {
         expect((await readContinuity(deps, at)).counts['handoff-receipt']).toBe(0);
       });
 
+      it('answers an identical retry with the stored receipt even after a cited source was retracted', async () => {
+        await send('b-1');
+        const contractInput = {
+          ...at,
+          source_id: 'c-1',
+          objective: 'Add safe auto-refresh',
+          facts: [{ text: 'The switching test fails', basis: 'verified', evidence: [log] }],
+          completion_criteria: ['the switching test passes'],
+        };
+        const contract = await createWorkContract(deps, contractInput);
+        const accepted = await accept('r-1', 1);
+        const declineInput = {
+          ...at,
+          source_id: 'r-2',
+          target: { exact: 1 },
+          status: 'declined',
+          reason: 'not mine to take',
+          receiver_checks: confirmed,
+        } as const;
+        const declined = await acknowledgeHandoff(deps, declineInput);
+        const recorded = await recordTaskOutcome(deps, outcome('o-1', accepted.receipt.source_ref));
+        await retractSource(deps, { ...at, source_id: 'ci-log', reason: 'held a token' });
+
+        // The same requests again: answered as first stored, nothing new written.
+        const before = (await readContinuity(deps, at)).counts;
+        expect(await accept('r-1', 1)).toEqual(accepted);
+        expect(await acknowledgeHandoff(deps, declineInput)).toEqual(declined);
+        expect(await createWorkContract(deps, contractInput)).toEqual(contract);
+        expect(await recordTaskOutcome(deps, outcome('o-1', accepted.receipt.source_ref))).toEqual(recorded);
+        expect((await readContinuity(deps, at)).counts).toEqual(before);
+
+        // A different request under a stored source_id is still refused as before.
+        await expectBatonError(
+          acknowledgeHandoff(deps, { ...declineInput, reason: 'another reason' }),
+          'conflict',
+        );
+        await expectBatonError(acknowledgeHandoff(deps, { ...declineInput, source_id: 'r-1' }), 'conflict');
+        await expectBatonError(accept('r-2', 1), 'precondition_failed');
+        await expectBatonError(accept('r-3', 1), 'precondition_failed');
+        await expectBatonError(
+          recordTaskOutcome(deps, { ...outcome('o-1', accepted.receipt.source_ref), summary: 'changed' }),
+          'invalid_input',
+        );
+      });
+
       it('rejects accepted without authorization confirmed', async () => {
         await send('b-1');
         const error = await expectBatonError(

@@ -5,7 +5,8 @@
  * Nothing here grants tool, network, credential or write authority.
  */
 import { z } from 'zod';
-import { BatonError } from '../core/errors.ts';
+import { canonicalJson } from '../core/canonical.ts';
+import { BatonError, isBatonError } from '../core/errors.ts';
 import { locateEvidence } from '../core/continuity/claims.ts';
 import { projectContinuity, type WorkContinuity } from '../core/continuity/projection.ts';
 import {
@@ -28,7 +29,7 @@ import { sealEntry, sealPrepared } from '../core/ledger/entry.ts';
 import { evidenceOf, selectionSchema } from '../core/handoff/resolution.ts';
 import type { JsonObject } from '../core/json.ts';
 import { sourceIdSchema } from '../core/ledger/names.ts';
-import type { SourceReceipt, SourceRef } from '../core/ledger/source.ts';
+import { sourceReceipt, type SourceReceipt, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
 import { freezeSelection, type Selection } from './selection.ts';
@@ -63,6 +64,54 @@ async function store<K extends WorkKind>(
   return { receipt, trust: trustLabels[kind] };
 }
 
+/**
+ * Run an operation that validates evidence and then stores its record. When it is refused
+ * (evidence no longer readable: invalid_input or precondition_failed; other content under
+ * the source_id: conflict), and the scope already holds a record of this kind under this source_id that
+ * `answers` the request, that stored record is the answer: an identical retry of a call that
+ * succeeded is answered as it was, even after a cited source was retracted since. Anything
+ * else is refused as before. Checked only on refusal, so a first call pays nothing for it.
+ */
+async function answeringRetry<R>(
+  deps: AppDeps,
+  at: { project_id: string; scope_id: string; source_id: string },
+  kind: WorkKind,
+  answers: (stored: JsonObject) => boolean,
+  run: () => Promise<StoredWorkRecord<R>>,
+): Promise<StoredWorkRecord<R>> {
+  try {
+    return await run();
+  } catch (error) {
+    // A store that cannot be reached is not a refusal: nothing to look up.
+    if (!isBatonError(error) || error.code === 'unavailable') throw error;
+    const entry = await deps.store.findSource(
+      { project_id: at.project_id, scope_id: at.scope_id },
+      at.source_id,
+    );
+    const content = entry?.content;
+    const stored =
+      entry && entry.retracted === null && entry.metadata?.kind === kind && isJsonObject(content)
+        ? content
+        : undefined;
+    if (!entry || !stored || !answers(stored)) throw error;
+    return {
+      receipt: sourceReceipt(at.scope_id, at.source_id, entry.digest, entry.position),
+      record: stored as R,
+      trust: trustLabels[kind],
+    };
+  }
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The same record, as canonical JSON compares: key order aside. */
+function sameRecord(record: object): (stored: JsonObject) => boolean {
+  const expected = canonicalJson(record as JsonObject);
+  return (stored) => canonicalJson(stored) === expected;
+}
+
 function split<T extends { project_id: string; scope_id: string; source_id: string }>(input: T) {
   const { project_id, scope_id, source_id, ...fields } = input;
   return { at: { project_id, scope_id, source_id }, fields };
@@ -81,9 +130,11 @@ export async function createWorkContract(
 ): Promise<StoredWorkRecord<WorkContract>> {
   const { at, fields } = split(parseRecord(workContractInput, input, 'work contract'));
   const record = { schema: 'baton.work-contract/v1', ...fields } as WorkContract;
-  await requireReadableEvidence(deps, at.project_id, at.scope_id, locateEvidence(record), 'work contract');
-  const { receipt, trust } = await store(deps, at, 'work-contract', record as JsonObject);
-  return { receipt, record, trust };
+  return answeringRetry(deps, at, 'work-contract', sameRecord(record), async () => {
+    await requireReadableEvidence(deps, at.project_id, at.scope_id, locateEvidence(record), 'work contract');
+    const { receipt, trust } = await store(deps, at, 'work-contract', record as JsonObject);
+    return { receipt, record, trust };
+  });
 }
 
 export interface HandoffCurrentWorkResult extends PreparedResult {
@@ -198,36 +249,49 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
       );
     }
   }
-  const checked = await checkHandoff(
-    deps,
-    { project_id: at.project_id, scope_id: at.scope_id },
-    fields.target,
-  );
-  const unavailable = checked.evidence_checks.flatMap((check) =>
-    check.status === 'unavailable'
-      ? [{ location: check.location, citation: check.citation, reason: check.reason }]
-      : [],
-  );
-  if (fields.status === 'accepted' && unavailable.length > 0) {
-    throw new BatonError(
-      'precondition_failed',
-      `cannot accept: ${unavailable.length} citation(s) of this handoff are unavailable; record needs_clarification with a reason`,
-      { unavailable_citations: unavailable },
+  const target = fields.target;
+  const answers = (stored: JsonObject): boolean => {
+    const receipt = stored as unknown as HandoffReceipt;
+    const sameTarget =
+      'exact' in target
+        ? receipt.target.kind === 'exact' && receipt.target.revision === target.exact
+        : receipt.target.digest === target.prepared;
+    return (
+      sameTarget &&
+      receipt.status === fields.status &&
+      canonicalJson(receipt.receiver_checks as JsonObject) === canonicalJson(fields.receiver_checks) &&
+      receipt.reason === reason &&
+      receipt.receiver === fields.receiver
     );
-  }
-  const record: HandoffReceipt = {
-    schema: 'baton.handoff-receipt/v1',
-    target: checked.selection,
-    status: fields.status,
-    evidence: evidenceOf(checked.evidence_checks),
-    citations_checked: checked.evidence_checks.length,
-    unavailable_citations: unavailable,
-    receiver_checks: fields.receiver_checks,
-    ...(reason ? { reason } : {}),
-    ...(fields.receiver ? { receiver: fields.receiver } : {}),
   };
-  const { receipt, trust } = await store(deps, at, 'handoff-receipt', record as JsonObject);
-  return { receipt, record, trust };
+  return answeringRetry(deps, at, 'handoff-receipt', answers, async () => {
+    const checked = await checkHandoff(deps, { project_id: at.project_id, scope_id: at.scope_id }, target);
+    const unavailable = checked.evidence_checks.flatMap((check) =>
+      check.status === 'unavailable'
+        ? [{ location: check.location, citation: check.citation, reason: check.reason }]
+        : [],
+    );
+    if (fields.status === 'accepted' && unavailable.length > 0) {
+      throw new BatonError(
+        'precondition_failed',
+        `cannot accept: ${unavailable.length} citation(s) of this handoff are unavailable; record needs_clarification with a reason`,
+        { unavailable_citations: unavailable },
+      );
+    }
+    const record: HandoffReceipt = {
+      schema: 'baton.handoff-receipt/v1',
+      target: checked.selection,
+      status: fields.status,
+      evidence: evidenceOf(checked.evidence_checks),
+      citations_checked: checked.evidence_checks.length,
+      unavailable_citations: unavailable,
+      receiver_checks: fields.receiver_checks,
+      ...(reason ? { reason } : {}),
+      ...(fields.receiver ? { receiver: fields.receiver } : {}),
+    };
+    const { receipt, trust } = await store(deps, at, 'handoff-receipt', record as JsonObject);
+    return { receipt, record, trust };
+  });
 }
 
 /**
@@ -240,6 +304,14 @@ export async function recordTaskOutcome(
 ): Promise<StoredWorkRecord<TaskOutcome>> {
   const { at, fields } = split(parseRecord(outcomeInput, input, 'task outcome'));
   const record = { schema: 'baton.task-outcome/v1', ...fields } as TaskOutcome;
+  return answeringRetry(deps, at, 'task-outcome', sameRecord(record), () => storeOutcome(deps, at, record));
+}
+
+async function storeOutcome(
+  deps: AppDeps,
+  at: { project_id: string; scope_id: string; source_id: string },
+  record: TaskOutcome,
+): Promise<StoredWorkRecord<TaskOutcome>> {
   const ref = record.handoff_receipt_ref;
   const evidence = locateEvidence(record);
   if (ref) evidence.push({ location: 'handoff_receipt_ref', citation: ref });

@@ -83,6 +83,11 @@ export interface Store {
   captureSource(scope: ScopeKey, source: SourceInput): Promise<SourceReceipt>;
   /** Entries by position, in order, read page by page. */
   readStream(stream: StreamKey, range?: PositionRange): AsyncIterable<Entry>;
+  /**
+   * The entry a source_id names in a scope, whatever its digest (a retracted one as its
+   * tombstone); undefined when the scope holds none. For a retry to find what it stored.
+   */
+  findSource(scope: ScopeKey, source_id: string): Promise<Entry | undefined>;
   /** One source by exact ref: not_found with data.reason missing, digest_mismatch or retracted. */
   readSource(project_id: string, ref: SourceRef): Promise<Entry>;
   /**

@@ -385,6 +385,34 @@ export function describeStore(name: string, factory: StoreFactory): void {
     });
 
     describe('retraction', () => {
+      it('finds a source by its source_id alone, content and all, or its tombstone', () =>
+        withStore(async (store) => {
+          expect(await store.findSource(scope, 'kept')).toBeUndefined();
+          const receipt = await store.captureSource(scope, {
+            source_id: 'kept',
+            content: { note: 'here' },
+            metadata: { kind: 'note' },
+          });
+          expect(await store.findSource(scope, 'kept')).toMatchObject({
+            position: receipt.position,
+            source_id: 'kept',
+            digest: receipt.digest,
+            content: { note: 'here' },
+            metadata: { kind: 'note' },
+            retracted: null,
+          });
+          expect(await store.findSource(scope, 'other')).toBeUndefined();
+          expect(await store.findSource({ ...scope, scope_id: 'elsewhere' }, 'kept')).toBeUndefined();
+          await store.retractSource(scope, 'kept', 'gone');
+          expect(await store.findSource(scope, 'kept')).toMatchObject({
+            digest: receipt.digest,
+            content: null,
+            retracted: { reason: 'gone' },
+          });
+          await expectBatonError(store.findSource(scope, ''), 'invalid_input');
+          await expectBatonError(store.findSource({ ...scope, project_id: 'nobody' }, 'kept'), 'not_found');
+        }));
+
       it('purges content, keeps identity and position, and survives a reopen', () =>
         withStore(async (store, harness) => {
           const receipt = await store.captureSource(scope, {

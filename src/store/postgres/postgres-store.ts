@@ -722,7 +722,7 @@ export class PostgresStore implements Store {
   /** The stored row of an exact ref's source, with the given columns; undefined when none. */
   async #sourceRow<Row extends QueryResultRow>(
     project_id: string,
-    ref: SourceRef,
+    ref: Pick<SourceRef, 'scope_id' | 'source_id'>,
     columns: string,
   ): Promise<Row | undefined> {
     return this.#one<Row>(
@@ -738,6 +738,18 @@ export class PostgresStore implements Store {
     const exact = checkSourceRef(ref);
     await this.#project(this.#pool, id);
     return availability(exact, await this.#sourceRow<IdentityRow>(id, exact, identityColumns));
+  }
+
+  async findSource(scope: ScopeKey, source_id: string): Promise<Entry | undefined> {
+    const key = checkScope(scope);
+    const id = checkSourceId(source_id);
+    await this.#project(this.#pool, key.project_id);
+    const row = await this.#sourceRow<EntryRow>(
+      key.project_id,
+      { scope_id: key.scope_id, source_id: id },
+      entryColumns,
+    );
+    return row && rowToEntry(scopeStream(key), row);
   }
 
   async readSource(project_id: string, ref: SourceRef): Promise<Entry> {

@@ -717,6 +717,23 @@ export class SqliteStore implements Store {
     return availability(exact, row);
   }
 
+  async findSource(scope: ScopeKey, source_id: string): Promise<Entry | undefined> {
+    const key = checkScope(scope);
+    const id = checkSourceId(source_id);
+    this.#project(key.project_id);
+    const stream = scopeStream(key);
+    const stream_id = this.#streamId(stream);
+    const row =
+      stream_id === undefined
+        ? undefined
+        : (this.#lookup(
+            `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND source_id = ?`,
+            stream_id,
+            id,
+          ) as EntryRow | undefined);
+    return row && rowToEntry(stream, row);
+  }
+
   async readSource(project_id: string, ref: SourceRef): Promise<Entry> {
     const { id, exact, key, row } = this.#sourceRow<EntryRow>(project_id, ref, entryColumns);
     return readableEntry(id, key, exact, row);

@@ -242,6 +242,9 @@ export class ThreadedSqliteStore implements Store {
   readStream(stream: StreamKey, range?: PositionRange): AsyncIterable<Entry> {
     return this.#reader.readStream(stream, range);
   }
+  findSource(scope: ScopeKey, source_id: string): Promise<Entry | undefined> {
+    return this.#reader.findSource(scope, source_id);
+  }
   readSource(project_id: string, ref: SourceRef): Promise<Entry> {
     return this.#reader.readSource(project_id, ref);
   }
