@@ -108,7 +108,7 @@ function isJsonObject(value: unknown): value is JsonObject {
 
 /** The same record, as canonical JSON compares: key order aside. */
 function sameRecord(record: object): (stored: JsonObject) => boolean {
-  const expected = canonicalJson(record as JsonObject);
+  const expected = canonicalJson(record);
   return (stored) => canonicalJson(stored) === expected;
 }
 
@@ -259,7 +259,7 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
     return (
       sameTarget &&
       receipt.status === fields.status &&
-      canonicalJson(receipt.receiver_checks as JsonObject) === canonicalJson(fields.receiver_checks) &&
+      canonicalJson(receipt.receiver_checks) === canonicalJson(fields.receiver_checks) &&
       receipt.reason === reason &&
       receipt.receiver === fields.receiver
     );
