@@ -376,11 +376,14 @@ for (const backend of backends) {
       });
 
       it('acknowledge_handoff: 422 for latest or a missing reason, 412 when cited evidence is gone', async () => {
-        expectError(
-          await post('/v1/work/handoffs/acknowledge', { ...inputs.accept('r2', 1), target: 'latest' }),
-          422,
-          'invalid_input',
-        );
+        const latest = await post('/v1/work/handoffs/acknowledge', {
+          ...inputs.accept('r2', 1),
+          target: 'latest',
+        });
+        expect(expectError(latest, 422, 'invalid_input').issues).toEqual([
+          { path: 'target', message: expect.any(String) as string },
+        ]);
+        expect(latest.body.error.message).toContain('call continue_handoff first');
         expectError(
           await post('/v1/work/handoffs/acknowledge', { ...inputs.accept('r2', 1), status: 'declined' }),
           422,
@@ -639,6 +642,13 @@ describe('routes and the OpenAPI document', () => {
         'source_id',
         'content',
       ]);
+      // acknowledge_handoff takes an exact target: the published schema offers no latest.
+      const acknowledge = doc.paths['/v1/work/handoffs/acknowledge']!.post!.requestBody as {
+        content: { 'application/json': { schema: { properties: { target: unknown } } } };
+      };
+      expect(JSON.stringify(acknowledge.content['application/json'].schema.properties.target)).not.toContain(
+        'latest',
+      );
       // Each 200 answer is typed with the operation's published result schema.
       const answer = (path: string, method: string) =>
         (

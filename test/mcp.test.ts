@@ -95,6 +95,8 @@ describe('MCP over stdio', () => {
     expect(acknowledge.inputSchema.required).toEqual(
       expect.arrayContaining(['scope_id', 'source_id', 'target', 'status', 'receiver_checks']),
     );
+    // An exact target only: the listed schema offers no latest.
+    expect(JSON.stringify(acknowledge.inputSchema.properties!.target)).not.toContain('latest');
     expect(client.getInstructions()).toMatch(/untrusted/);
   });
 

@@ -26,7 +26,7 @@ import {
 } from '../core/continuity/records.ts';
 import { parseHandoffContent, preparedBody } from '../core/handoff/prepared.ts';
 import { sealEntry, sealPrepared } from '../core/ledger/entry.ts';
-import { evidenceOf, selectionSchema } from '../core/handoff/resolution.ts';
+import { evidenceOf, exactTargetSchema } from '../core/handoff/resolution.ts';
 import type { JsonObject } from '../core/json.ts';
 import { sourceIdSchema } from '../core/ledger/names.ts';
 import { sourceReceipt, type SourceReceipt, type SourceRef } from '../core/ledger/source.ts';
@@ -195,8 +195,8 @@ export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise
 }
 
 export const acknowledgeFields = {
-  // latest parses, to be refused with a message that says to Continue first.
-  target: selectionSchema,
+  // Exact only; latest is refused with a message that says to Continue first.
+  target: exactTargetSchema,
   status: z.enum(receiptStatuses),
   receiver_checks: receiverChecksSchema,
   reason: z.string().max(4000).optional(),
@@ -220,14 +220,6 @@ export type AcknowledgeResult = StoredWorkRecord<HandoffReceipt>;
  */
 export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise<AcknowledgeResult> {
   const { at, fields } = split(parseRecord(acknowledgeInput, input, 'acknowledgement'));
-  if (fields.target === 'latest') {
-    throw new BatonError(
-      'invalid_input',
-      'acknowledge_handoff takes an exact target, never latest: call continue_handoff first and acknowledge the ' +
-        '{exact: revision} or {prepared: digest} it returned, after inspecting it',
-      { issues: [{ path: 'target', message: 'latest is not an exact target' }] },
-    );
-  }
   const reason = fields.reason?.trim() ? fields.reason : undefined;
   if (fields.status !== 'accepted' && !reason) {
     throw new BatonError(

@@ -9,13 +9,26 @@ import { BatonError } from '../errors.ts';
 import type { SourceRef, UnavailableReason } from '../ledger/source.ts';
 import type { LocatedCitation, PreparedHandoff } from './prepared.ts';
 
-/** A selection that names one handoff: a prepared digest or an exact revision, never latest. */
-const exactTargetSchema = z.union([
-  z.strictObject({
-    prepared: z.string().regex(digestPattern, 'a digest is sha256:<64 hex>') as z.ZodType<Digest>,
-  }),
-  z.strictObject({ exact: z.number().int().min(1) }),
-]);
+/**
+ * A selection that names one handoff: a prepared digest or an exact revision, never latest
+ * (what acknowledge_handoff takes). latest is refused with what to do instead, and the
+ * published schema offers only the two exact forms.
+ */
+export const exactTargetSchema = z.union(
+  [
+    z.strictObject({
+      prepared: z.string().regex(digestPattern, 'a digest is sha256:<64 hex>') as z.ZodType<Digest>,
+    }),
+    z.strictObject({ exact: z.number().int().min(1) }),
+  ],
+  {
+    error: (issue) =>
+      issue.input === 'latest'
+        ? 'latest is not an exact target: call continue_handoff first and acknowledge the {exact: revision} or ' +
+          '{prepared: digest} it returned, after inspecting it'
+        : undefined,
+  },
+);
 
 export type ExactTarget = z.output<typeof exactTargetSchema>;
 
