@@ -223,6 +223,17 @@ for (const backend of backends) {
         expect(stream.filter((e) => e.metadata?.kind === 'handoff-boundary').length).toBe(1);
       });
 
+      it('finalizes a retry after the head moved against the new head, reusing the stored boundary', async () => {
+        const first = await handoffCurrentWork(deps, boundary('send-1'));
+        await send('b-other');
+        // The spec: a Prepared Handoff's base is the committed head observed during finalization.
+        const retry = await handoffCurrentWork(deps, boundary('send-1'));
+        expect(retry.boundary_receipt).toEqual(first.boundary_receipt);
+        expect(retry.prepared_handoff.base_revision).toBe(1);
+        expect(retry.digest).not.toBe(first.digest);
+        expect(retry.prepared_handoff.statements).toEqual(first.prepared_handoff.statements);
+      });
+
       it('keeps the boundary when finalizing fails afterwards', async () => {
         await send('b-0');
         const stale = await handoffCurrentWork(deps, boundary('b-1'));
