@@ -184,6 +184,9 @@ describe('baton CLI', () => {
       expect(JSON.parse(again.stdout)).toEqual(JSON.parse(revoked.stdout));
       expect((await baton('token', 'list')).stdout).toMatch(/revoked/);
 
+      const long = await baton('token', 'create', '--label', 'x'.repeat(300));
+      expect(long.code).toBe(1);
+      expect(long.stderr).toContain('--label');
       const unknown = await baton('token', 'revoke', 'no-such-token');
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toContain('not_found');

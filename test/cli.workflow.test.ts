@@ -308,6 +308,16 @@ describe('baton CLI in a Git work tree', () => {
     ok(await tree.baton(['handoff', 'same project', '--project', 'default']));
   });
 
+  it('says outside a Git work tree that there is no binding to show, exit 1', async () => {
+    const outside = join(tree.dir, 'outside');
+    mkdirSync(outside, { recursive: true });
+    for (const args of [['bind', '--show'], ['bind', 'w'], ['unbind']]) {
+      const result = await tree.baton(args, { cwd: outside });
+      expect({ args, code: result.code }).toEqual({ args, code: 1 });
+      expect(result.stderr).toContain('is not inside a Git work tree');
+    }
+  });
+
   it('says what to do, without a stack trace, when the binding file is a folder or damaged', async () => {
     ok(await tree.baton(['init']));
     const gitDir = (await tree.git('rev-parse', '--absolute-git-dir')).trim();

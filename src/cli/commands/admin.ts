@@ -127,6 +127,7 @@ ${projectHelp}
   --label TEXT          a note on the token (not access control)
 ${databaseHelp}`,
   examples: ['baton token create --project default --read-only --label "report wall"'],
+  fields: { label: '--label' },
   options: {
     ...common,
     ...projectOption,

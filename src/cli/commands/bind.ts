@@ -3,7 +3,8 @@
  * remove it. Only the work tree's git directory is touched, never the database.
  */
 import { scopeIdSchema } from '../../core/ledger/names.ts';
-import { readBinding, removeBinding, writeBinding } from '../binding.ts';
+import { BatonError } from '../../core/errors.ts';
+import { gitDir, readBinding, removeBinding, writeBinding } from '../binding.ts';
 import { checkedProject, common, projectHelp, projectOption, UsageError, type Command } from '../command.ts';
 
 const bind: Command = {
@@ -20,6 +21,14 @@ ${projectHelp}
   async run(context) {
     if (context.values.show === true) {
       if (context.positionals.length > 0) throw new UsageError('--show takes no SCOPE_ID');
+      // Outside a work tree there is no binding to show, nor any to make: say so, as bind does.
+      if ((await gitDir(context.cwd)) === undefined) {
+        throw new BatonError(
+          'precondition_failed',
+          `${context.cwd} is not inside a Git work tree, so it has no binding; run this where the work is`,
+          { cwd: context.cwd },
+        );
+      }
       const found = await readBinding(context.cwd);
       context.print(found ?? null, () =>
         found
