@@ -190,6 +190,11 @@ describe('baton CLI', () => {
       const unknown = await baton('token', 'revoke', 'no-such-token');
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toContain('not_found');
+      const pasted = await baton('token', 'revoke', created[1]!.token);
+      expect(pasted.code).toBe(2);
+      expect(pasted.stderr).toContain("that is a token's secret, not its id");
+      expect(pasted.stderr).not.toContain(created[1]!.token);
+      expect(await metrics(created[1]!.token)).toBe(200);
       const missing = await baton('token', 'revoke');
       expect(missing.code).toBe(2);
       expect(missing.stderr).toContain('TOKEN_ID');

@@ -2,7 +2,14 @@
  * Setting Baton up and running it: init, token create, list and revoke, start, serve and mcp. These work on the
  * local database (tokens are created where they are stored), never through --server.
  */
-import { createToken, listTokens, revokeToken, type CreatedToken, type TokenInfo } from '../../app/auth.ts';
+import {
+  createToken,
+  listTokens,
+  revokeToken,
+  tokenPrefix,
+  type CreatedToken,
+  type TokenInfo,
+} from '../../app/auth.ts';
 import type { AppDeps } from '../../app/deps.ts';
 import { systemClock } from '../../core/clock.ts';
 import {
@@ -187,6 +194,10 @@ ${databaseHelp}`,
     const [token_id, ...extra] = context.positionals;
     if (token_id === undefined || extra.length > 0) {
       throw new UsageError('name exactly one TOKEN_ID to revoke (baton token list shows them)');
+    }
+    // A secret pasted in place of the id is never echoed back (terminals and CI logs keep it).
+    if (token_id.startsWith(tokenPrefix)) {
+      throw new UsageError("that is a token's secret, not its id: baton token list shows the ids");
     }
     const project_id = checkedProject(await context.project());
     const token = await revokeToken(await deps(context), project_id, token_id);
