@@ -700,16 +700,18 @@ export class SqliteStore implements Store {
     const exact = checkSourceRef(ref);
     this.#project(id);
     const key: StreamKey = { project_id: id, kind: 'scope', scope_id: exact.scope_id };
-    const stream_id = this.#streamId(key);
-    const row =
-      stream_id === undefined
-        ? undefined
-        : (this.#lookup(
-            `SELECT ${columns} FROM entries WHERE stream_id = ? AND source_id = ?`,
-            stream_id,
-            exact.source_id,
-          ) as Row | undefined);
-    return { id, exact, key, row };
+    return { id, exact, key, row: this.#rowOf<Row>(key, exact.source_id, columns) };
+  }
+
+  /** The row of a source_id in a stream; undefined when the stream or the source does not exist. */
+  #rowOf<Row>(stream: StreamKey, source_id: string, columns: string): Row | undefined {
+    const stream_id = this.#streamId(stream);
+    if (stream_id === undefined) return undefined;
+    return this.#lookup(
+      `SELECT ${columns} FROM entries WHERE stream_id = ? AND source_id = ?`,
+      stream_id,
+      source_id,
+    ) as Row | undefined;
   }
 
   async checkSource(project_id: string, ref: SourceRef): Promise<SourceAvailability> {
@@ -722,15 +724,7 @@ export class SqliteStore implements Store {
     const id = checkSourceId(source_id);
     this.#project(key.project_id);
     const stream = scopeStream(key);
-    const stream_id = this.#streamId(stream);
-    const row =
-      stream_id === undefined
-        ? undefined
-        : (this.#lookup(
-            `SELECT ${entryColumns} FROM entries WHERE stream_id = ? AND source_id = ?`,
-            stream_id,
-            id,
-          ) as EntryRow | undefined);
+    const row = this.#rowOf<EntryRow>(stream, id, entryColumns);
     return row && rowToEntry(stream, row);
   }
 
