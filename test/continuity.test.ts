@@ -364,6 +364,13 @@ for (const backend of backends) {
         await expectBatonError(acknowledgeHandoff(deps, { ...declineInput, source_id: 'r-1' }), 'conflict');
         await expectBatonError(accept('r-2', 1), 'precondition_failed');
         await expectBatonError(accept('r-3', 1), 'precondition_failed');
+        // A record under that source_id that is not a valid receipt answers nothing either.
+        await deps.store.captureSource(at, {
+          source_id: 'odd',
+          content: { schema: 'baton.handoff-receipt/v1', status: 'declined' },
+          metadata: { kind: 'handoff-receipt' },
+        });
+        await expectBatonError(acknowledgeHandoff(deps, { ...declineInput, source_id: 'odd' }), 'conflict');
         await expectBatonError(
           recordTaskOutcome(deps, { ...outcome('o-1', accepted.receipt.source_ref), summary: 'changed' }),
           'invalid_input',

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../core/canonical.ts';
 import { BatonError, isBatonError } from '../core/errors.ts';
 import { locateEvidence } from '../core/continuity/claims.ts';
+import { answersAcknowledgement } from '../core/continuity/retry.ts';
 import { projectContinuity, type WorkContinuity } from '../core/continuity/projection.ts';
 import {
   boundaryFields,
@@ -66,17 +67,18 @@ async function store<K extends WorkKind>(
 
 /**
  * Run an operation that validates evidence and then stores its record. When it is refused
- * (evidence no longer readable: invalid_input or precondition_failed; other content under
- * the source_id: conflict), and the scope already holds a record of this kind under this source_id that
- * `answers` the request, that stored record is the answer: an identical retry of a call that
- * succeeded is answered as it was, even after a cited source was retracted since. Anything
- * else is refused as before. Checked only on refusal, so a first call pays nothing for it.
+ * (evidence no longer readable: invalid_input or precondition_failed; other content under the
+ * source_id: conflict) and the scope already holds a valid record of this kind under this
+ * source_id that `answers` the request, that stored record is the answer: an identical retry
+ * of a call that succeeded is answered as it was, even after a cited source was retracted
+ * since. Anything else is refused as before. Looked up only on refusal, so a first call pays
+ * nothing for it.
  */
 async function answeringRetry<R>(
   deps: AppDeps,
   at: { project_id: string; scope_id: string; source_id: string },
   kind: WorkKind,
-  answers: (stored: JsonObject) => boolean,
+  answers: (stored: R, content: JsonObject) => boolean,
   run: () => Promise<StoredWorkRecord<R>>,
 ): Promise<StoredWorkRecord<R>> {
   try {
@@ -88,28 +90,22 @@ async function answeringRetry<R>(
       { project_id: at.project_id, scope_id: at.scope_id },
       at.source_id,
     );
-    const content = entry?.content;
-    const stored =
-      entry && entry.retracted === null && entry.metadata?.kind === kind && isJsonObject(content)
-        ? content
-        : undefined;
-    if (!entry || !stored || !answers(stored)) throw error;
+    const content = entry?.retracted === null && entry.metadata?.kind === kind ? entry.content : undefined;
+    const work = content === undefined ? undefined : readWorkRecord(kind, content);
+    if (!entry || !work || !answers(work.record as R, content as JsonObject)) throw error;
     return {
       receipt: sourceReceipt(at.scope_id, at.source_id, entry.digest, entry.position),
-      record: stored as R,
+      // As stored, byte for byte the first answer's record.
+      record: content as R,
       trust: trustLabels[kind],
     };
   }
 }
 
-function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** The same record, as canonical JSON compares: key order aside. */
-function sameRecord(record: object): (stored: JsonObject) => boolean {
+function sameRecord(record: object): (stored: unknown, content: JsonObject) => boolean {
   const expected = canonicalJson(record);
-  return (stored) => canonicalJson(stored) === expected;
+  return (_stored, content) => canonicalJson(content) === expected;
 }
 
 function split<T extends { project_id: string; scope_id: string; source_id: string }>(input: T) {
@@ -242,20 +238,8 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
     }
   }
   const target = fields.target;
-  const answers = (stored: JsonObject): boolean => {
-    const receipt = stored as unknown as HandoffReceipt;
-    const sameTarget =
-      'exact' in target
-        ? receipt.target.kind === 'exact' && receipt.target.revision === target.exact
-        : receipt.target.digest === target.prepared;
-    return (
-      sameTarget &&
-      receipt.status === fields.status &&
-      canonicalJson(receipt.receiver_checks) === canonicalJson(fields.receiver_checks) &&
-      receipt.reason === reason &&
-      receipt.receiver === fields.receiver
-    );
-  };
+  const request = { ...fields, reason, receiver: fields.receiver };
+  const answers = (stored: HandoffReceipt) => answersAcknowledgement(stored, request);
   return answeringRetry(deps, at, 'handoff-receipt', answers, async () => {
     const checked = await checkHandoff(deps, { project_id: at.project_id, scope_id: at.scope_id }, target);
     const unavailable = checked.evidence_checks.flatMap((check) =>
