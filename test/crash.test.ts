@@ -11,11 +11,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { digestOf, type Digest } from '../src/core/canonical.ts';
+import { isBatonError } from '../src/core/errors.ts';
 import { bodyMatches, entryBody, type Entry } from '../src/core/ledger/entry.ts';
 import { scopeStream, type ScopeKey } from '../src/core/ledger/names.ts';
 import { sourceReceipt, type SourceReceipt } from '../src/core/ledger/source.ts';
 import { collect } from '../src/store/conformance/store.conformance.ts';
 import { openStore, type StoreLocation } from '../src/store/open.ts';
+import type { Store } from '../src/store/store.ts';
 import { sourceFor, startWorker, type WorkerEvent } from './helpers/append-worker.ts';
 import { dropSchema, freshSchemaName, postgresUrl } from './helpers/postgres.ts';
 
@@ -85,6 +87,17 @@ function audit(
   return problems;
 }
 
+/** The stream's entries and head; none and 0 when no append ever committed (the stream does not exist). */
+async function readKilledStream(store: Store): Promise<{ entries: Entry[]; head: number }> {
+  try {
+    const { head } = await store.getStream(stream);
+    return { entries: await collect(store.readStream(stream)), head };
+  } catch (error) {
+    if (isBatonError(error, 'not_found')) return { entries: [], head: 0 };
+    throw error;
+  }
+}
+
 /** Start a worker at source number `start`, kill it after a random delay, return what it printed. */
 async function killWorker(
   location: StoreLocation,
@@ -139,8 +152,8 @@ function describeCrashes(name: string, fresh: Fresh): void {
 
           const store = await openStore(location);
           try {
-            const entries = await collect(store.readStream(stream));
-            const head = (await store.getStream(stream)).head;
+            // A kill before the first append committed leaves no stream at all: nothing stored.
+            const { entries, head } = await readKilledStream(store);
             const stored = new Map(entries.map((entry) => [entry.source_id!, entry]));
             expect(audit(entries, head, acknowledged), context).toEqual([]);
             const lastAck = acks.at(-1);
