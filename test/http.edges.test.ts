@@ -2,7 +2,8 @@
 import { connect, createServer, type Socket } from 'node:net';
 import type { ConnectionError, FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerClientError, errorEnvelopeSchema } from '../src/http/errors.ts';
+import { errorEnvelopeSchema } from '../src/core/api.ts';
+import { answerClientError } from '../src/http/errors.ts';
 import { handoffCurrentWork } from '../src/app/continuity.ts';
 import { commitHandoff } from '../src/app/handoffs.ts';
 import { buildApp } from '../src/http/server.ts';

@@ -13,6 +13,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { authenticateToken, createToken } from '../src/app/auth.ts';
@@ -102,6 +103,34 @@ describe('MCP over stdio', () => {
 
   it('runs a whole continuity loop through the tools, to covered', async () => {
     await runContinuityLoop(client, 'stdio-loop');
+  });
+
+  it('declares every tool’s output schema, and the SDK client holds each result to it', async () => {
+    const { tools } = await client.listTools();
+    const schemas = new Map(tools.map((tool) => [tool.name, tool.outputSchema]));
+    for (const [name, schema] of schemas) expect(schema, name).toMatchObject({ type: 'object' });
+    // listTools armed the client: it checks each result below against its tool's schema itself.
+    await runContinuityLoop(client, 'stdio-output');
+    // And the schemas say something: a value outside its set, or a missing label, fails them.
+    const validator = new AjvJsonSchemaValidator();
+    const valid = (name: string, value: unknown) => validator.getValidator(schemas.get(name)!)(value).valid;
+    const continued = await ok(client, 'continue_handoff', { scope_id: 'stdio-output', selection: 'latest' });
+    expect(valid('continue_handoff', continued)).toBe(true);
+    expect(valid('continue_handoff', { ...continued, evidence: 'probably' })).toBe(false);
+    const { trust: _trust, ...unlabelled } = continued;
+    expect(valid('continue_handoff', unlabelled)).toBe(false);
+    // A project report is wrapped with the tool's label, and only that label.
+    const report = await ok(client, 'get_report', {});
+    expect(report.trust).toBe('untrusted_history');
+    expect(valid('get_report', report)).toBe(true);
+    expect(valid('get_report', { ...report, trust: 'untrusted_input' })).toBe(false);
+    const committed = await ok<{ result: Record<string, unknown> }>(client, 'get_work_continuity', {
+      scope_id: 'stdio-output',
+    });
+    expect(valid('get_work_continuity', committed)).toBe(true);
+    expect(
+      valid('get_work_continuity', { ...committed, result: { ...committed.result, outcome_state: 'done' } }),
+    ).toBe(false);
   });
 
   it('escapes control and bidirectional characters in the text a model reads, losslessly: its JSON is the structured result', async () => {

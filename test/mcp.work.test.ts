@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportStream } from '../src/app/ledger.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
@@ -43,6 +44,8 @@ describe('managed work over MCP (stdio)', () => {
   let workspace: string;
   let client: Client;
   const transcript: string[] = [];
+  /** Each work tool's listed output schema, as the first test reads them. */
+  const outputSchemas = new Map<string, Record<string, unknown>>();
 
   async function call(name: string, args: Record<string, unknown>) {
     const result = await client.callTool({ name, arguments: args });
@@ -102,6 +105,9 @@ describe('managed work over MCP (stdio)', () => {
     );
     for (const tool of work) {
       expect(tool.description).toMatch(noAuthorityPattern);
+      // Listed, so the client checks every result of the tests below against it.
+      expect(tool.outputSchema, tool.name).toMatchObject({ type: 'object' });
+      outputSchemas.set(tool.name, tool.outputSchema!);
       expect(tool.annotations?.readOnlyHint).toBe(tool.name === 'work_get');
       expect(tool.inputSchema.properties ?? {}).not.toHaveProperty('project_id');
     }
@@ -176,6 +182,15 @@ describe('managed work over MCP (stdio)', () => {
     );
     expect(passed.contract_status).toBe('completed');
     expect(passed.snapshot.gate.decision).toBe('allow');
+
+    // The client held each result to its tool's schema; the schemas refuse what they do not describe.
+    const validator = new AjvJsonSchemaValidator();
+    const valid = (name: string, value: unknown) =>
+      validator.getValidator(outputSchemas.get(name)!)(value).valid;
+    expect(valid('work_verify', passed)).toBe(true);
+    expect(valid('work_verify', { ...passed, contract_status: 7 })).toBe(false);
+    expect(valid('work_get', gated)).toBe(true);
+    expect(valid('work_get', { ...gated, gate: { decision: 'maybe' } })).toBe(false);
   });
 
   it('refuses bad input with invalid_input and a stale revision with revision_conflict', async () => {

@@ -17,8 +17,13 @@ import type { HandoffResolution } from '../core/handoff/resolution.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import type { Revision } from '../core/ledger/revision.ts';
 import type { SourceReceipt } from '../core/ledger/source.ts';
+import type { GateDecision } from '../core/work/gate.ts';
+import { contractStatuses, verdicts } from '../core/work/model.ts';
+import { terminalStatuses, workModes, type SessionHeader } from '../core/work/session.ts';
 import type { AcknowledgeResult, HandoffCurrentWorkResult, StoredWorkRecord } from './continuity.ts';
 import type { PreparedContext } from './experience.ts';
+import type { VerificationReport } from './verify.ts';
+import type { WorkSnapshot } from './work.ts';
 
 const whole = z.number().int().min(0);
 /** A list as the app functions return it: read-only. */
@@ -180,9 +185,109 @@ export const resultSchemas = {
   get_metrics: metrics,
 } as const satisfies Record<string, z.ZodType>;
 
+// ---- managed work ----
+
+const sessionHeader = z.object({
+  schema: z.literal('baton.session-header/v1'),
+  session_id: z.string(),
+  parent_session_id: z.string().nullable(),
+  contract_id: z.string().nullable(),
+  work_item_id: z.string().nullable(),
+  work_mode: z.enum(workModes),
+  workspace: z.string().nullable(),
+  capabilities: record,
+});
+
+/** A contract as projected; its definition, items and criteria are read as a whole (docs/managed-work.md). */
+const contractProjection = z.object({
+  contract_id: z.string(),
+  revision: whole,
+  status: z.enum(contractStatuses),
+  status_reason: z.string(),
+  branch: z.boolean(),
+  contract: record,
+  items: list(record),
+  criteria: list(record),
+  created_position: whole,
+  updated_position: whole,
+  events: whole,
+});
+
+const workSnapshot = z.object({
+  session_id: z.string(),
+  position: whole,
+  projection: z
+    .object({
+      contracts: list(contractProjection),
+      active_contract_id: z.string().nullable(),
+      position: whole,
+      latest_checkpoint: z.string().nullable(),
+      terminal: z.object({ status: z.enum(terminalStatuses), position: whole }).nullable(),
+    })
+    .nullable(),
+  contract: contractProjection.nullable(),
+  warnings: list(
+    z.object({
+      code: z.string(),
+      message: z.string(),
+      position: whole.optional(),
+      contract_id: z.string().optional(),
+      item_id: z.string().optional(),
+    }),
+  ),
+  control_block: z.string().nullable(),
+});
+
+const gateDecision = z.discriminatedUnion('decision', [
+  z.object({
+    decision: z.literal('allow'),
+    contract_id: z.string().nullable(),
+    status: z.string().nullable(),
+  }),
+  z.object({
+    decision: z.literal('block'),
+    contract_id: z.string(),
+    status: z.string(),
+    reasons: list(z.object({ code: z.string(), id: z.string(), message: z.string() })),
+  }),
+]);
+
+/** A snapshot with the completion gate's decision on it, as the MCP work tools answer. */
+const gatedWorkSnapshot = workSnapshot.extend({
+  gate: gateDecision,
+  trust: z.literal('untrusted_history'),
+});
+
+const verificationReport = z.object({
+  session_id: z.string(),
+  contract_id: z.string(),
+  revision: whole,
+  checkpoint: z.string().nullable(),
+  verdicts: list(
+    z.object({
+      criterion_id: z.string(),
+      kind: z.string(),
+      verdict: z.enum(verdicts),
+      reason: z.string(),
+      evidence: list(record),
+    }),
+  ),
+  contract_status: z.string(),
+});
+
+export const workResultSchemas = {
+  sessionHeader,
+  workSnapshot,
+  gatedWorkSnapshot,
+  verification: verificationReport.extend({
+    snapshot: gatedWorkSnapshot,
+    trust: z.literal('untrusted_observation'),
+  }),
+} as const;
+
 /** True when every value of type R is a valid output of S: R may say more, never otherwise. */
-type Fits<R, S extends z.ZodType> = [R] extends [z.output<S>] ? true : false;
-type Check<T extends true> = T;
+export type Fits<R, S extends z.ZodType> = [R] extends [z.output<S>] ? true : false;
+export type Check<T extends true> = T;
 
 /** Compile-time only: each schema describes what its app function really returns. */
 export type ResultSchemasFit = [
@@ -199,4 +304,8 @@ export type ResultSchemasFit = [
   Check<Fits<Candidate, typeof candidate>>,
   Check<Fits<PreparedContext, typeof preparedContext>>,
   Check<Fits<ContinuityMetrics & { project_id: string }, typeof metrics>>,
+  Check<Fits<SessionHeader, typeof sessionHeader>>,
+  Check<Fits<WorkSnapshot, typeof workSnapshot>>,
+  Check<Fits<GateDecision, typeof gateDecision>>,
+  Check<Fits<Omit<VerificationReport, 'snapshot'>, typeof verificationReport>>,
 ];

@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { errorCodes, type ErrorData } from './errors.ts';
+
 /**
  * The header every answer of a Baton server carries: the typed client refuses a successful
  * answer without it (another server on that address), rather than read it as a Baton result.
@@ -10,3 +13,20 @@ export const batonApiVersion = 'v1';
  * payload_too_large, and the typed client refuses to send one.
  */
 export const bodyLimit = 2 * 1024 * 1024;
+
+/** The error codes an answer may carry: a BatonError's, and internal for a failure that is not one. */
+export const wireCodes = [...errorCodes, 'internal'] as const;
+export type WireCode = (typeof wireCodes)[number];
+
+export interface ErrorEnvelope {
+  readonly error: { readonly code: WireCode; readonly message: string; readonly details: ErrorData };
+}
+
+/** Every refusal's body, over HTTP and as an MCP tool error's structured content. */
+export const errorEnvelopeSchema = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(wireCodes),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()),
+  }),
+});

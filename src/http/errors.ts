@@ -8,9 +8,14 @@
 import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
-import { batonApiHeader, batonApiVersion, bodyLimit } from '../core/api.ts';
-import { BatonError, errorCodes, type ErrorCode, type ErrorData } from '../core/errors.ts';
+import {
+  batonApiHeader,
+  batonApiVersion,
+  bodyLimit,
+  type ErrorEnvelope,
+  type WireCode,
+} from '../core/api.ts';
+import { BatonError, type ErrorCode, type ErrorData } from '../core/errors.ts';
 
 export const statusOf: Readonly<Record<ErrorCode, number>> = {
   invalid_input: 422,
@@ -31,21 +36,6 @@ export class MalformedRequest extends BatonError {
     super('invalid_input', message, data);
   }
 }
-
-export const wireCodes = [...errorCodes, 'internal'] as const;
-export type WireCode = (typeof wireCodes)[number];
-
-export interface ErrorEnvelope {
-  readonly error: { readonly code: WireCode; readonly message: string; readonly details: ErrorData };
-}
-
-export const errorEnvelopeSchema = z.strictObject({
-  error: z.strictObject({
-    code: z.enum(wireCodes),
-    message: z.string(),
-    details: z.record(z.string(), z.unknown()),
-  }),
-});
 
 export interface EncodedError {
   readonly status: number;

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { operations, type Operation } from '../app/operations.ts';
-import { errorEnvelopeSchema } from './errors.ts';
+import { errorEnvelopeSchema } from '../core/api.ts';
 import { csrfHeader, sessionCookieName } from './auth.ts';
 import { bodyLimit } from './body.ts';
 import { defaultMaxStreamsPerToken } from './work-routes.ts';

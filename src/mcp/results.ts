@@ -4,6 +4,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { errorEnvelopeSchema } from '../core/api.ts';
 import { visibleControls } from '../core/text.ts';
 
 export type TrustLabel = 'untrusted_input' | 'untrusted_history' | 'untrusted_observation';
@@ -22,6 +23,40 @@ export const noAuthority =
 export function listedSchema(input: z.ZodType): z.ZodObject {
   const jsonSchema = z.toJSONSchema(input, { target: 'draft-7', io: 'input' });
   return z.looseObject({}).meta(jsonSchema as Record<string, unknown>);
+}
+
+/**
+ * The schema of a successful call's structured content, as `labelled` builds it: the result
+ * itself where the result schema has a `trust` field of its own, `{result, trust}` otherwise,
+ * member by member for a union (get_report answers one workstream labelled, a project wrapped).
+ */
+export function structuredSchema(output: z.ZodType, trust: TrustLabel): z.ZodType {
+  if (output instanceof z.ZodUnion) {
+    return z.union((output.options as z.ZodType[]).map((option) => structuredSchema(option, trust)));
+  }
+  if (output instanceof z.ZodObject && 'trust' in output.shape) return output;
+  return z.object({ result: output, trust: z.literal(trust) });
+}
+
+/**
+ * The output schema a tool lists: the JSON Schema of its structured content, objects open (a
+ * later version may add fields), its root an object as MCP requires. It names the error
+ * envelope too: a tool error carries it as structured content, and the SDK's client (1.32)
+ * holds an `isError` result to the output schema as well, so a schema of successes alone would
+ * turn every readable tool error into a protocol error on the client's side.
+ *
+ * Like `listedSchema`, the schema handed to the SDK accepts any object and carries the JSON
+ * Schema as metadata: the SDK lists it and the client checks each result against it, while the
+ * server never turns a result it did not expect into a protocol error.
+ */
+export function listedOutputSchema(output: z.ZodType, trust: TrustLabel): z.ZodObject {
+  const content = z.union([structuredSchema(output, trust), errorEnvelopeSchema]);
+  const jsonSchema = z.toJSONSchema(content, {
+    target: 'draft-7',
+    io: 'input',
+    unrepresentable: 'any',
+  });
+  return z.looseObject({}).meta({ ...jsonSchema, type: 'object' });
 }
 
 type Structured = Record<string, unknown>;

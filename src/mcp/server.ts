@@ -16,7 +16,14 @@ import type { AppDeps } from '../app/deps.ts';
 import { findOperation, type Operation } from '../app/operations.ts';
 import { isBatonError } from '../core/errors.ts';
 import { parseRecord } from '../core/records.ts';
-import { failure, listedSchema, noAuthority, success, type TrustLabel } from './results.ts';
+import {
+  failure,
+  listedOutputSchema,
+  listedSchema,
+  noAuthority,
+  success,
+  type TrustLabel,
+} from './results.ts';
 import { guardProtocol } from './guard.ts';
 import { registerWorkTools, workToolNames } from './work-tools.ts';
 
@@ -78,6 +85,8 @@ interface Tool {
   readonly trust: TrustLabel;
   /** Accepts any object, and lists exactly the JSON Schema of the registry's input (see below). */
   readonly inputSchema: z.ZodObject;
+  /** Accepts any object, and lists the JSON Schema of the structured content a success carries. */
+  readonly outputSchema: z.ZodObject;
   readonly title: string;
   readonly annotations: ToolAnnotations;
 }
@@ -95,6 +104,7 @@ const tools: readonly Tool[] = Object.entries(mcpToolTrust).map(([name, trust]) 
     operation,
     trust,
     inputSchema: listedSchema(operation.input),
+    outputSchema: listedOutputSchema(operation.output, trust),
     title: titleOf(name),
     annotations: {
       title: titleOf(name),
@@ -163,6 +173,7 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         title: tool.title,
         description: `${tool.operation.summary} ${whenToCall[tool.name]} ${noAuthority}`,
         inputSchema: tool.inputSchema,
+        outputSchema: tool.outputSchema,
         annotations: tool.annotations,
       },
       (args) => call(tool, options, args),

@@ -15,6 +15,7 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { authorize } from '../app/auth.ts';
+import { workResultSchemas } from '../app/results.ts';
 import type { Access } from '../app/operations.ts';
 import { verifyWork, type CriterionProgress } from '../app/verify.ts';
 import {
@@ -35,7 +36,7 @@ import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
 import { workGate } from '../core/work/gate.ts';
 import type { Actor } from '../core/work/model.ts';
-import { failure, listedSchema, noAuthority, success } from './results.ts';
+import { failure, listedOutputSchema, listedSchema, noAuthority, success } from './results.ts';
 import type { McpServerOptions } from './server.ts';
 
 const session = { session_id: sessionIdSchema };
@@ -55,6 +56,8 @@ interface WorkTool {
   readonly access: Access;
   readonly idempotent: boolean;
   readonly input: z.ZodType;
+  /** What a success answers (with its own trust label). */
+  readonly output: z.ZodType;
   run(
     options: McpServerOptions,
     args: Record<string, unknown>,
@@ -104,6 +107,7 @@ const workTools: readonly WorkTool[] = [
     access: 'read',
     idempotent: true,
     input: z.strictObject(session),
+    output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args) =>
       withGate(await readWork(options.deps, options.principal.project_id, args as { session_id: string })),
   },
@@ -114,6 +118,7 @@ const workTools: readonly WorkTool[] = [
     access: 'write',
     idempotent: true,
     input: z.strictObject(transitionFields),
+    output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args, actor) =>
       withGate(await transitionItem(options.deps, options.principal.project_id, args, actor)),
   },
@@ -124,6 +129,7 @@ const workTools: readonly WorkTool[] = [
     access: 'write',
     idempotent: false,
     input: reviseInput,
+    output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args, actor) => {
       const { previous_revision, reason, ...rest } = parseRecord(reviseInput, args, 'work_revise input');
       const project_id = options.principal.project_id;
@@ -158,6 +164,7 @@ const workTools: readonly WorkTool[] = [
     access: 'write',
     idempotent: true,
     input: z.strictObject(evidenceFields),
+    output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args, actor) =>
       withGate(await attachEvidence(options.deps, options.principal.project_id, args, actor)),
   },
@@ -167,6 +174,7 @@ const workTools: readonly WorkTool[] = [
     access: 'write',
     idempotent: false,
     input: z.strictObject(requestInputFields),
+    output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args, actor) =>
       withGate(await requestInput(options.deps, options.principal.project_id, args, actor)),
   },
@@ -177,6 +185,7 @@ const workTools: readonly WorkTool[] = [
     access: 'write',
     idempotent: false,
     input: z.strictObject({ ...session, contract_id: z.string().optional() }),
+    output: workResultSchemas.verification,
     run: async (options, args, _actor, progress) => {
       const report = await verifyWork(
         options.deps,
@@ -236,6 +245,7 @@ export function registerWorkTools(server: McpServer, options: McpServerOptions):
         title: tool.name,
         description: `${tool.summary} ${noAuthority}`,
         inputSchema: listedSchema(tool.input),
+        outputSchema: listedOutputSchema(tool.output, 'untrusted_history'),
         annotations: annotations(tool),
       },
       (args, extra) => call(tool, options, args, extra),
