@@ -335,6 +335,40 @@ describe('typed client', () => {
     });
   });
 
+  it('refuses a managed-work answer that does not fit its published result, naming the field', async () => {
+    const snapshot = {
+      session_id: 's1',
+      position: 1,
+      projection: null,
+      contract: null,
+      warnings: [],
+      control_block: null,
+    };
+    const answering = (body: unknown) =>
+      createClient({
+        baseUrl: 'http://baton.test',
+        token,
+        fetch: async () => batonAnswer(200, JSON.stringify(body)),
+      });
+    for (const [body, field] of [
+      [{}, 'session_id'],
+      [{ ...snapshot, position: 'one' }, 'position'],
+      [{ ...snapshot, warnings: [{ code: 'x' }] }, 'warnings.0.message'],
+    ] as const) {
+      const error = await rejection(answering(body).getWork({ session_id: 's1' }));
+      expect(error.code, JSON.stringify(body)).toBe('unavailable');
+      expect(error.message).toContain(`answered get_work in a form this client cannot read (${field}: `);
+    }
+    const queried = await rejection(
+      answering({ sessions: [{ session_id: 's1' }] }).queryWork({ session_ids: ['s1'] }),
+    );
+    expect(queried.message).toContain('answered query_work in a form this client cannot read (sessions.0');
+    expect(await answering({ ...snapshot, added_later: 1 }).getWork({ session_id: 's1' })).toEqual({
+      ...snapshot,
+      added_later: 1,
+    });
+  });
+
   it('refuses a token no header can carry as invalid_input, not as an unreachable server', () => {
     for (const bad of ['baton_\u0001x', 'baton_ x', 'baton_é', '']) {
       expect(() => createClient({ baseUrl: server.url, token: bad })).toThrow(/check --token or BATON_TOKEN/);

@@ -56,11 +56,23 @@ const s = '/v1/sessions/s1/work';
 for (const backend of backends) {
   describe(`managed work over HTTP on ${backend.name}`, () => {
     let h: HttpHarness;
+    /** Every answer of a test, to hold each 200 against its endpoint's published result schema. */
+    let answers: { method: string; path: string; reply: Reply }[] = [];
+    const call = async (
+      method: 'GET' | 'POST',
+      path: string,
+      options: Parameters<HttpHarness['call']>[2],
+    ) => {
+      const reply = await h.call(method, path, options);
+      answers.push({ method, path, reply });
+      return reply;
+    };
     const post = (path: string, body?: unknown, token?: string | null) =>
-      h.call('POST', path, {
+      call('POST', path, {
         ...(body === undefined ? {} : { body }),
         ...(token === undefined ? {} : { token }),
       });
+    const get = (path: string) => call('GET', path, {});
     const heads = () => snapshotHeads(h.deps.store, project_id);
 
     /** Session s1 with contract c1 confirmed: code ready, docs proposed. */
@@ -77,6 +89,7 @@ for (const backend of backends) {
     }
 
     beforeEach(async () => {
+      answers = [];
       h = await startHarness(backend);
     });
     afterEach(() => h.dispose());
@@ -96,7 +109,7 @@ for (const backend of backends) {
       ).toEqual(started.body);
       expectError(await post('/v1/sessions', { session_id: 's1', work_mode: 'managed' }), 409, 'conflict');
 
-      const empty = expectOk(await h.call('GET', s));
+      const empty = expectOk(await get(s));
       expect(empty).toEqual({
         session_id: 's1',
         position: 1,
@@ -175,7 +188,7 @@ for (const backend of backends) {
       expect(query.body.sessions[1]).toMatchObject({ session_id: 'missing', error: { code: 'not_found' } });
 
       // Every answer was the projection: the same as reading the ledger again.
-      const final = expectOk(await h.call('GET', s));
+      const final = expectOk(await get(s));
       expect(untimed(final)).toEqual(untimed(bulk.body.work));
       expect(final).toEqual(query.body.sessions[0].work);
       expect(final).toEqual(
@@ -190,6 +203,23 @@ for (const backend of backends) {
         actors.push((entry.content as { actor: { type: string; id: string } }).actor);
       expect(actors.filter((actor) => actor.type === 'human').length).toBeGreaterThanOrEqual(10);
       expect(new Set(actors.map((actor) => actor.type))).toEqual(new Set(['human', 'runtime']));
+
+      // Each 200 answer fits its endpoint's published result schema, and every endpoint answered.
+      const answered = new Set<string>();
+      for (const { method, path, reply } of answers.filter((answer) => answer.reply.status === 200)) {
+        const endpoint = workEndpoints.find(
+          (candidate) =>
+            candidate.method === method &&
+            new RegExp(`^${candidate.path.replace(/:\w+/g, '[^/]+')}$`).test(path),
+        )!;
+        const checked = endpoint.output.safeParse(reply.body);
+        expect(checked.error?.issues ?? [], endpoint.operationId).toEqual([]);
+        answered.add(endpoint.operationId);
+      }
+      expect([...answered].sort()).toEqual(workEndpoints.map((endpoint) => endpoint.operationId).sort());
+      // A wrong shape does not fit: the schemas can fail.
+      const getWork = workEndpoints.find((endpoint) => endpoint.operationId === 'get_work')!;
+      expect(getWork.output.safeParse({ ...final, position: '7' }).success).toBe(false);
     });
 
     it('reaches a session by any id it accepts, up to 200 characters that each need escaping', async () => {
@@ -524,6 +554,20 @@ describe('the work routes in the OpenAPI document', () => {
         const route = path.replace(/\{(\w+)\}/g, ':$1');
         expect(app.hasRoute({ method: method.toUpperCase(), url: route }), path).toBe(true);
       }
+      // Each 200 answer is typed with the endpoint's published result schema.
+      const answer = (path: string, method: string): unknown =>
+        doc.paths[path]![method]!.responses['200'].content['application/json'].schema;
+      expect(answer('/v1/sessions/{session_id}/work', 'get')).toMatchObject({
+        type: 'object',
+        required: ['session_id', 'position', 'projection', 'contract', 'warnings', 'control_block'],
+      });
+      expect(answer('/v1/sessions', 'post')).toMatchObject({
+        properties: { schema: { const: 'baton.session-header/v1' } },
+      });
+      expect(answer('/v1/sessions/work/query', 'post')).toMatchObject({ required: ['sessions'] });
+      expect(answer('/v1/sessions/{session_id}/work/items/cancel', 'post')).toMatchObject({
+        required: ['session_id', 'items', 'work'],
+      });
       const transition = doc.paths['/v1/sessions/{session_id}/work/items/{item_id}/transition']!.post!;
       const schema = transition.requestBody.content['application/json'].schema;
       expect(schema).toMatchObject({ type: 'object', additionalProperties: false });

@@ -2,6 +2,7 @@
  * A server's error answer as the BatonError it stands for: the envelope's code, message and
  * details when the body is Baton's error shape, else the code its status means.
  */
+import type { z } from 'zod';
 import { BatonError, errorCodes, type ErrorCode } from '../core/errors.ts';
 
 function isErrorCode(value: unknown): value is ErrorCode {
@@ -45,4 +46,26 @@ export function parseJson(text: string): unknown {
 export function describeFailure(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
+}
+
+/**
+ * A successful answer held to its operation's published result schema (open objects): what the
+ * client's types promise the caller. One that does not fit is refused as unavailable, naming
+ * the first field that does not: the server is another program, or another Baton version.
+ */
+export function checkedAnswer(
+  schema: z.ZodType,
+  answer: unknown,
+  operationId: string,
+  origin: string,
+): unknown {
+  const checked = schema.safeParse(answer);
+  if (checked.success) return answer;
+  const issue = checked.error.issues[0]!;
+  const at = issue.path.length === 0 ? 'the answer' : issue.path.join('.');
+  throw new BatonError(
+    'unavailable',
+    `the server at ${origin} answered ${operationId} in a form this client cannot read (${at}: ${issue.message}): check --server and that both run the same Baton version`,
+    { operationId, path: issue.path.map(String) },
+  );
 }

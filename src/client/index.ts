@@ -10,7 +10,7 @@
 import { findOperation, operations } from '../app/operations.ts';
 import { batonApiHeader, batonApiVersion, bodyLimit } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
-import { describeFailure as describe, errorOf, parseJson as parse } from './errors.ts';
+import { checkedAnswer, describeFailure as describe, errorOf, parseJson as parse } from './errors.ts';
 import { httpUrl } from '../core/urls.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
 import type { WorkEventMessage } from '../core/work/live.ts';
@@ -220,25 +220,14 @@ export function createClient(options: ClientOptions): BatonClient {
     const answer = await (get
       ? request('GET', operation.path + queryOf(input as Record<string, unknown>), operationId)
       : request('POST', operation.path, operationId, input));
-    // The published result schema (open objects): what this client's types promise the caller.
-    const checked = operation.output.safeParse(answer);
-    if (!checked.success) {
-      const issue = checked.error.issues[0]!;
-      const at = issue.path.length === 0 ? 'the answer' : issue.path.join('.');
-      throw new BatonError(
-        'unavailable',
-        `the server at ${base.origin} answered ${operationId} in a form this client cannot read (${at}: ${issue.message}): check --server and that both run the same Baton version`,
-        { operationId, path: issue.path.map(String) },
-      );
-    }
-    return answer;
+    return checkedAnswer(operation.output, answer, operationId, base.origin);
   }
 
   const client: Record<string, unknown> = { invoke };
   for (const { operationId } of operations) {
     client[methodName(operationId)] = (input?: unknown) => invoke(operationId, input);
   }
-  Object.assign(client, workMethods(request));
+  Object.assign(client, workMethods(request, base.origin));
   client.workEvents = (input: WorkEventsInput, events?: WorkEventsOptions) =>
     workEvents({ base, token: options.token, fetch: send, timeoutMs }, input, events);
   return client as unknown as BatonClient;

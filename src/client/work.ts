@@ -16,6 +16,7 @@ import type {
   WorkSnapshot,
 } from '../app/work.ts';
 import { requireObject } from '../core/records.ts';
+import { checkedAnswer } from './errors.ts';
 import type { SessionHeader } from '../core/work/session.ts';
 import {
   fillPath,
@@ -74,8 +75,8 @@ export type Request = (
   body?: unknown,
 ) => Promise<unknown>;
 
-/** The methods over one request function (the client's). */
-export function workMethods(request: Request): WorkMethods {
+/** The methods over one request function (the client's), to the server at origin. */
+export function workMethods(request: Request, origin: string): WorkMethods {
   const call =
     (operationId: string) =>
     async (input: unknown): Promise<never> => {
@@ -85,9 +86,10 @@ export function workMethods(request: Request): WorkMethods {
       const body = Object.fromEntries(
         Object.entries(input).filter(([name]) => !(endpoint.params as readonly string[]).includes(name)),
       );
-      return (await (endpoint.method === 'GET'
+      const answer = await (endpoint.method === 'GET'
         ? request('GET', path, operationId)
-        : request('POST', path, operationId, body))) as never;
+        : request('POST', path, operationId, body));
+      return checkedAnswer(endpoint.output, answer, operationId, origin) as never;
     };
   return {
     startSession: call('start_session'),

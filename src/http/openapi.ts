@@ -130,7 +130,10 @@ function workOperationObject(endpoint: WorkEndpoint): JsonSchema {
         }
       : {}),
     responses: {
-      '200': { description: 'the result', content: { 'application/json': { schema: {} } } },
+      '200': {
+        description: 'the result',
+        content: { 'application/json': { schema: jsonSchema(endpoint.output, 'input') } },
+      },
       ...errorResponses,
     },
   };

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import type { Access } from '../app/operations.ts';
+import { workResultSchemas, type Check, type Fits } from '../app/results.ts';
 import type { AppDeps } from '../app/deps.ts';
 import {
   attachEvidence,
@@ -30,6 +31,7 @@ import {
   type StartSessionInput,
   type WorkSnapshot,
 } from '../app/work.ts';
+import { errorEnvelopeSchema } from '../core/api.ts';
 import { BatonError, type ErrorCode, type ErrorData } from '../core/errors.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
@@ -68,6 +70,31 @@ export interface QueryWorkResult {
   readonly sessions: readonly QueriedWork[];
 }
 
+const entryErrorSchema = errorEnvelopeSchema.shape.error;
+const queryWorkOutput = z.object({
+  sessions: z
+    .array(
+      z.union([
+        z.object({ session_id: z.string(), work: workResultSchemas.workSnapshot }),
+        z.object({ session_id: z.string(), error: entryErrorSchema }),
+      ]),
+    )
+    .readonly(),
+});
+
+const cancelItemsOutput = z.object({
+  session_id: z.string(),
+  items: z
+    .array(
+      z.union([
+        z.object({ item_id: z.string(), status: z.literal('cancelled'), position: z.number().int().min(0) }),
+        z.object({ item_id: z.string(), error: entryErrorSchema }),
+      ]),
+    )
+    .readonly(),
+  work: workResultSchemas.workSnapshot,
+});
+
 export type CancelledItem =
   | { readonly item_id: string; readonly status: 'cancelled'; readonly position: number }
   | { readonly item_id: string; readonly error: EntryError };
@@ -89,6 +116,8 @@ export interface WorkEndpoint {
   readonly access: Access;
   /** The input fields; path parameters among them may be left out of the body. */
   readonly fields: z.ZodRawShape;
+  /** What it answers, as published (OpenAPI's 200, the typed client's check). */
+  readonly output: z.ZodType;
   run(
     deps: AppDeps,
     project_id: string,
@@ -151,6 +180,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
       'Start a session stream with its header (lineage, workspace, capabilities); the same header again is a no-op.',
     access: 'write',
     fields: startSessionFields,
+    output: workResultSchemas.sessionHeader,
     run: (deps, project_id, input) => startSession(deps, project_id, input as StartSessionInput),
   },
   {
@@ -162,6 +192,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
       'The projected work snapshot of a session, rebuilt from its ledger; its position is where live events resume.',
     access: 'read',
     fields: { session_id: sessionIdSchema },
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input) => readWork(deps, project_id, input as { session_id: string }),
   },
   {
@@ -172,6 +203,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Create a validated work contract in the session (revision 1).',
     access: 'write',
     fields: createContractFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => createContract(deps, project_id, input, actor),
   },
   {
@@ -182,6 +214,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Answer assumptions and start a draft or waiting contract, against its current revision.',
     access: 'write',
     fields: confirmFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => confirmWork(deps, project_id, input, actor),
   },
   {
@@ -192,6 +225,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Publish the next revision of the live contract; items keep their state by id.',
     access: 'write',
     fields: reviseFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => reviseContract(deps, project_id, input, actor),
   },
   {
@@ -202,6 +236,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Move an item to another status, as a person; the projector decides whether it may.',
     access: 'write',
     fields: transitionFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => transitionItem(deps, project_id, input, actor),
   },
   {
@@ -212,6 +247,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Start a new attempt of a failed, interrupted or cancelled item.',
     access: 'write',
     fields: itemFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => retryItem(deps, project_id, input, actor),
   },
   {
@@ -222,6 +258,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Cancel an item.',
     access: 'write',
     fields: itemFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => cancelItem(deps, project_id, input, actor),
   },
   {
@@ -233,6 +270,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
       'Give an item another owner (parent_agent, worker, human, tool or flow), optionally a child session.',
     access: 'write',
     fields: reassignFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => reassignItem(deps, project_id, input, actor),
   },
   {
@@ -243,6 +281,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Attach an evidence reference to an item, against the current revision.',
     access: 'write',
     fields: evidenceFields,
+    output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => attachEvidence(deps, project_id, input, actor),
   },
   {
@@ -253,6 +292,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: `The work snapshots of up to ${bulkLimit} sessions; each answers its work or its own error.`,
     access: 'read',
     fields: queryWorkFields,
+    output: queryWorkOutput,
     run: (deps, project_id, input) => queryWork(deps, project_id, input),
   },
   {
@@ -263,8 +303,15 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: `Cancel up to ${bulkLimit} items of a session, one by one; each answers its own result.`,
     access: 'write',
     fields: cancelItemsFields,
+    output: cancelItemsOutput,
     run: (deps, project_id, input, actor) => cancelItems(deps, project_id, input, actor),
   },
+];
+
+/** Compile-time only: the bulk schemas describe what the bulk endpoints really answer. */
+export type BulkSchemasFit = [
+  Check<Fits<QueryWorkResult, typeof queryWorkOutput>>,
+  Check<Fits<CancelItemsResult, typeof cancelItemsOutput>>,
 ];
 
 export function findWorkEndpoint(operationId: string): WorkEndpoint | undefined {
