@@ -71,6 +71,15 @@ function batonAnswer(status: number, body: string): Response {
   return new Response(body, { status, headers: { 'content-type': 'application/json', 'baton-api': 'v1' } });
 }
 
+/** A client whose server answers every request 200 with body, as Baton does. */
+function answering(body: unknown) {
+  return createClient({
+    baseUrl: 'http://baton.test',
+    token,
+    fetch: async () => batonAnswer(200, JSON.stringify(body)),
+  });
+}
+
 describe('typed client', () => {
   it('has one method per registry operation, named in camelCase', () => {
     expect(Object.keys(typed).sort()).toEqual(operations.map((operation) => operation.operationId).sort());
@@ -312,12 +321,6 @@ describe('typed client', () => {
         declared_passed_checks: 0,
       },
     };
-    const answering = (body: unknown) =>
-      createClient({
-        baseUrl: 'http://baton.test',
-        token,
-        fetch: async () => batonAnswer(200, JSON.stringify(body)),
-      });
     for (const [body, field] of [
       [{}, 'project_id'],
       [[], 'the answer'],
@@ -344,12 +347,6 @@ describe('typed client', () => {
       warnings: [],
       control_block: null,
     };
-    const answering = (body: unknown) =>
-      createClient({
-        baseUrl: 'http://baton.test',
-        token,
-        fetch: async () => batonAnswer(200, JSON.stringify(body)),
-      });
     for (const [body, field] of [
       [{}, 'session_id'],
       [{ ...snapshot, position: 'one' }, 'position'],
