@@ -559,6 +559,7 @@ describe('baton CLI in a Git work tree', () => {
       [['contract', '--scope', 'w', '--objective', 'o'], '--criterion'],
       [['commit', '--scope', 'w', '--prepared', 'abc', '--expected-head', '0'], 'sha256:<64 hex>'],
       [['metrics', '--server', 'http://127.0.0.1:9'], 'needs a token'],
+      [['handoff', 'by token', '--scope', 'w', '--token', 'baton_abc'], '--token needs a server'],
       [['handoff', 'x', '--scope', ' bad'], 'not a scope_id'],
       [['bind'], 'SCOPE_ID'],
       [['experience'], 'baton experience list'],
@@ -581,6 +582,8 @@ describe('baton CLI in a Git work tree', () => {
     });
     // Nothing was captured by the refused double --scope.
     expect(ok(await tree.baton(['status', '--json'])).stdout).not.toContain('"b1"');
+    // Nor by the handoff whose --token had no server to go to.
+    expect((await tree.baton(['report', '--scope', 'w'])).stdout).not.toContain('by token');
     for (const args of [
       ['work', '--help'],
       ['help', 'handoff'],

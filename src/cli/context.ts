@@ -151,7 +151,16 @@ export function createContext(
     },
     server() {
       const url = text(values, 'server') ?? (io.env.BATON_SERVER || undefined);
-      if (url === undefined) return undefined;
+      if (url === undefined) {
+        // Without a server, baton opens the local database, where a token grants nothing: a
+        // --token given there would be silently ignored (a read-only token would "write").
+        if (text(values, 'token') !== undefined) {
+          throw new UsageError(
+            `--token needs a server: add --server URL (or BATON_SERVER), or drop --token to use the local database`,
+          );
+        }
+        return undefined;
+      }
       if (text(values, 'project') !== undefined) {
         throw new UsageError(`on a server the token decides the project: drop --project (or drop --server)`);
       }
