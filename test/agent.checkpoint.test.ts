@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { workspaceCheckpoint } from '../src/agent/checkpoint.ts';
+import { CheckpointTooLarge, workspaceCheckpoint } from '../src/agent/checkpoint.ts';
 import { digestPattern } from '../src/core/canonical.ts';
 
 const exec = promisify(execFile);
@@ -236,5 +236,41 @@ describe('workspaceCheckpoint outside Git', () => {
 
   it('throws for a root that does not exist', async () => {
     await expect(workspaceCheckpoint(join(tempDir(), 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('workspaceCheckpoint leaves out the ledger and stays bounded', () => {
+  it("never counts an excluded path (the database's files), or a folder's files, in Git or not", async () => {
+    for (const root of [await repo(), tempDir()]) {
+      write(root, 'a.txt', 'alpha\n');
+      const before = await workspaceCheckpoint(root, { exclude: [join(root, '.baton')] });
+      write(root, '.baton/baton.db', 'records\n');
+      write(root, '.baton/baton.db-wal', 'more records\n');
+      const after = await workspaceCheckpoint(root, { exclude: [join(root, '.baton')] });
+      expect(after).toEqual(before);
+      write(root, 'ledger.db', 'records\n');
+      const files = { exclude: [join(root, '.baton'), join(root, 'ledger.db')] };
+      expect(await workspaceCheckpoint(root, files)).toEqual(before);
+      // A sibling whose name merely starts the same still counts.
+      write(root, '.baton-notes', 'notes\n');
+      expect((await workspaceCheckpoint(root, files)).files).toBe(before.files + 1);
+      // Not excluded, the database changes the checkpoint with every write.
+      expect((await workspaceCheckpoint(root)).checkpoint).not.toBe(before.checkpoint);
+    }
+  });
+
+  it('refuses a workspace past its bounds of files or bytes, in Git or not', async () => {
+    for (const root of [await repo(), tempDir()]) {
+      for (let at = 0; at < 12; at += 1) write(root, `many/${at}.txt`, 'x'.repeat(100));
+      await expect(workspaceCheckpoint(root, { max_files: 10 })).rejects.toBeInstanceOf(CheckpointTooLarge);
+      await expect(workspaceCheckpoint(root, { max_files: 10 })).rejects.toMatchObject({
+        limit: 'max_files',
+      });
+      await expect(workspaceCheckpoint(root, { max_bytes: 1_000 })).rejects.toMatchObject({
+        limit: 'max_bytes',
+      });
+      const within = await workspaceCheckpoint(root, { max_files: 100, max_bytes: 10_000 });
+      expect(within.files).toBeGreaterThanOrEqual(12);
+    }
   });
 });

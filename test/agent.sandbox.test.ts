@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -182,6 +183,95 @@ describe('a shell criterion cannot read secrets', () => {
       expect(result.stdout + result.stderr).not.toContain(value);
     } finally {
       rmSync(secretDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a shell criterion cannot read hidden paths (the ledger's files)", () => {
+  /** A folder outside /tmp and the home folder, which the sandbox leaves readable unless hidden. */
+  let visible: string;
+
+  beforeAll(() => {
+    visible = mkdtempSync(join('/var/tmp', 'baton-sandbox-hidden-'));
+  });
+
+  afterAll(() => {
+    rmSync(visible, { recursive: true, force: true });
+  });
+
+  it('inside the workspace: the folder is empty, the rest of the workspace readable', async () => {
+    const ledger = join(workspace, '.baton');
+    mkdirSync(ledger, { recursive: true });
+    const value = unique('zz-ledger-canary');
+    writeFileSync(join(ledger, 'baton.db'), value);
+    const command = 'cat README; cat .baton/baton.db; ls -A .baton; true';
+    expect(ran(await runSandboxed(request(command))).stdout).toContain(value);
+    const result = ran(await runSandboxed(request(command, { hidden: [ledger] })));
+    expect(result.stdout).toContain('workspace content');
+    expect(result.stdout + result.stderr).not.toContain(value);
+    expect(result.stdout).not.toContain('baton.db');
+    expect(ran(await runSandboxed(request('touch .baton/x', { hidden: [ledger] }))).status).toBe('failed');
+  });
+
+  it('outside the workspace, also when the workspace lies inside the hidden folder', async () => {
+    const value = unique('zz-outside-canary');
+    writeFileSync(join(visible, 'baton.db'), value);
+    const inner = join(visible, 'work');
+    mkdirSync(inner, { recursive: true });
+    writeFileSync(join(inner, 'notes.md'), 'inner notes\n');
+    const command = `cat ${join(visible, 'baton.db')}; true`;
+    expect(ran(await runSandboxed(request(command))).stdout).toContain(value);
+    const elsewhere = ran(await runSandboxed(request(command, { hidden: [visible] })));
+    expect(elsewhere.stdout + elsewhere.stderr).not.toContain(value);
+    const within = ran(
+      await runSandboxed(request(`cat notes.md; ${command}`, { workspace: inner, hidden: [visible] })),
+    );
+    expect(within.stdout).toContain('inner notes');
+    expect(within.stdout + within.stderr).not.toContain(value);
+  });
+
+  it('reads a hidden file as empty, in the workspace or outside it, and cannot replace it', async () => {
+    const value = unique('zz-file-canary');
+    writeFileSync(join(workspace, 'baton.db'), value);
+    writeFileSync(join(visible, 'other.db'), value);
+    const hidden = [join(workspace, 'baton.db'), join(visible, 'other.db')];
+    const command = `cat README baton.db ${join(visible, 'other.db')}; test ! -s baton.db`;
+    const shown = ran(await runSandboxed(request(`${command}; true`)));
+    expect(shown.stdout).toContain(value);
+    const result = ran(await runSandboxed(request(command, { hidden })));
+    expect(result.status).toBe('passed');
+    expect(result.stdout).toContain('workspace content');
+    expect(result.stdout + result.stderr).not.toContain(value);
+    // A link to it leads to the same emptied file.
+    symlinkSync(join(workspace, 'baton.db'), join(workspace, 'link.db'));
+    expect(ran(await runSandboxed(request('cat link.db', { hidden }))).stdout).toBe('');
+  });
+
+  it('refuses to hide the workspace itself, and skips a hidden folder that does not exist', async () => {
+    const error: unknown = await runSandboxed(request('true', { hidden: [workspace] })).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(isBatonError(error, 'invalid_input')).toBe(true);
+    const skipped = await runSandboxed(request('true', { hidden: [join(dir, 'missing')] }));
+    expect(skipped.status).toBe('passed');
+  });
+
+  it("sees no host daemon's socket under /run (PostgreSQL's, Docker's)", async () => {
+    const socket = join('/run', unique('baton-sandbox-test'));
+    const server = createServer();
+    try {
+      await new Promise<void>((resolve, reject) => server.once('error', reject).listen(socket, resolve));
+    } catch (error) {
+      // Only root can create one here; the check needs one.
+      if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
+      throw error;
+    }
+    try {
+      const result = ran(await runSandboxed(request(`test -e ${socket} || test -e /var${socket}`)));
+      expect(result.status).toBe('failed');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

@@ -49,7 +49,7 @@ for (const backend of backends) {
       writeFileSync(join(workspace, 'config.env'), `API_TOKEN=${fileCanary}\nCOPY=${envCanary}\n`);
       homeFile = join(homedir(), `.baton-canary-${random()}`);
       writeFileSync(homeFile, `${homeCanary}\n`);
-      h = await startHarness(backend, traceLogging(lines));
+      h = await startHarness(backend, { ...traceLogging(lines), workspaceRoots: [workspace] });
     });
 
     afterAll(async () => {

@@ -7,12 +7,18 @@
  * --exclude-standard` under `root` (so .gitignore applies), read from the work tree as they are
  * now: a tracked file deleted from disk counts as deleted, an edit counts whether staged or not.
  * Outside Git every file under `root` counts except `.git` folders. Nested repositories and
- * submodules count by their own checkpoint.
+ * submodules count by their own checkpoint. Paths named in `exclude` (the ledger's own files)
+ * never count, nor anything under them.
+ *
+ * It is bounded: a workspace of more than `max_files` entries or `max_bytes` of content is
+ * refused with CheckpointTooLarge as soon as that is known, so one request cannot keep the
+ * machine hashing for minutes.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
 import { lstat, readdir, readlink } from 'node:fs/promises';
+import { isAbsolute, relative } from 'node:path';
 import type { Digest } from '../core/canonical.ts';
 
 export interface WorkspaceCheckpoint {
@@ -20,6 +26,50 @@ export interface WorkspaceCheckpoint {
   readonly checkpoint: Digest;
   /** How many entries (files, symlinks, nested repositories) the checkpoint covers. */
   readonly files: number;
+}
+
+export interface CheckpointOptions {
+  /** Absolute paths that never count, nor anything under them; only those inside the workspace matter. */
+  readonly exclude?: readonly string[];
+  /** At most this many entries (nested repositories' included); default 250,000. */
+  readonly max_files?: number;
+  /** At most this many bytes of file content hashed; default 2 GiB. */
+  readonly max_bytes?: number;
+}
+
+export const checkpointLimits = { max_files: 250_000, max_bytes: 2 * 1024 ** 3 } as const;
+
+/** The workspace holds more than a checkpoint's bounds allow; nothing was decided from it. */
+export class CheckpointTooLarge extends Error {
+  override readonly name = 'CheckpointTooLarge';
+  readonly limit: 'max_files' | 'max_bytes';
+  readonly value: number;
+
+  constructor(limit: 'max_files' | 'max_bytes', value: number) {
+    super(`the workspace holds more than ${limit === 'max_files' ? `${value} files` : `${value} bytes`}`);
+    this.limit = limit;
+    this.value = value;
+  }
+}
+
+/** What is left of the bounds; shared with nested repositories' checkpoints. */
+interface Budget {
+  readonly max_files: number;
+  readonly max_bytes: number;
+  files: number;
+  bytes: number;
+  /** Set once a bound is passed: every worker stops. */
+  exceeded: CheckpointTooLarge | undefined;
+}
+
+function spend(budget: Budget, files: number, bytes: number): void {
+  budget.files += files;
+  budget.bytes += bytes;
+  if (budget.files > budget.max_files)
+    budget.exceeded ??= new CheckpointTooLarge('max_files', budget.max_files);
+  if (budget.bytes > budget.max_bytes)
+    budget.exceeded ??= new CheckpointTooLarge('max_bytes', budget.max_bytes);
+  if (budget.exceeded) throw budget.exceeded;
 }
 
 const header = 'baton-workspace-checkpoint/1\n';
@@ -76,14 +126,20 @@ async function gitPaths(root: string): Promise<Buffer[] | undefined> {
 }
 
 /** Relative paths of every entry under `root` except `.git` folders, not following symlinks. */
-async function walkPaths(root: string, prefix?: Buffer): Promise<Buffer[]> {
-  const found: Buffer[] = [];
+async function walkPaths(
+  root: string,
+  budget: Budget,
+  prefix?: Buffer,
+  found: Buffer[] = [],
+): Promise<Buffer[]> {
   const folder = prefix === undefined ? root : absolute(root, prefix);
   for (const entry of await readdir(folder, { withFileTypes: true, encoding: 'buffer' })) {
     if (entry.name.equals(dotGit)) continue;
     const path = prefix === undefined ? entry.name : Buffer.concat([prefix, slash, entry.name]);
-    if (entry.isDirectory()) found.push(...(await walkPaths(root, path)));
+    if (entry.isDirectory()) await walkPaths(root, budget, path, found);
     else found.push(path);
+    // Counted as found, so a huge tree is refused before it is all listed.
+    if (found.length > budget.max_files - budget.files) spend(budget, found.length, 0);
   }
   return found;
 }
@@ -108,13 +164,18 @@ async function hasGitFolder(path: Buffer): Promise<boolean> {
 }
 
 /** `<mode> <sha256 hex>`, Git's modes; undefined for a path that is gone or not a file. */
-async function entryOf(path: Buffer): Promise<string | undefined> {
+async function entryOf(
+  path: Buffer,
+  budget: Budget,
+  exclude: readonly string[],
+): Promise<string | undefined> {
   let stats: Stats;
   try {
     stats = await lstat(path);
   } catch {
     return undefined;
   }
+  if (stats.isFile()) spend(budget, 0, stats.size);
   if (stats.isSymbolicLink()) {
     const target = await readlink(path, { encoding: 'buffer' });
     return `120000 ${createHash('sha256').update(target).digest('hex')}`;
@@ -123,8 +184,8 @@ async function entryOf(path: Buffer): Promise<string | undefined> {
   if (stats.isDirectory()) {
     // A submodule or nested repository: its own checkpoint; an empty gitlink folder: no files.
     const inner = (await hasGitFolder(path))
-      ? await workspaceCheckpoint(path.toString('utf8'))
-      : await checkpointOf(path.toString('utf8'), []);
+      ? await checkpointWithin(path.toString('utf8'), budget, exclude)
+      : await checkpointOf(path.toString('utf8'), [], budget, exclude);
     return `160000 ${inner.checkpoint.slice('sha256:'.length)}`;
   }
   return undefined;
@@ -134,15 +195,38 @@ function byBytes(a: Buffer, b: Buffer): number {
   return Buffer.compare(a, b);
 }
 
-async function checkpointOf(root: string, paths: readonly Buffer[]): Promise<WorkspaceCheckpoint> {
-  const sorted = [...paths].sort(byBytes);
+/** Relative paths (as bytes) of the excluded paths inside `root`. */
+function excludedPrefixes(root: string, exclude: readonly string[]): Buffer[] {
+  return exclude.flatMap((folder) => {
+    const rel = relative(root, folder);
+    return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? [] : [Buffer.from(rel)];
+  });
+}
+
+function isExcluded(path: Buffer, prefixes: readonly Buffer[]): boolean {
+  return prefixes.some(
+    (prefix) =>
+      path.subarray(0, prefix.length).equals(prefix) &&
+      (path.length === prefix.length || path[prefix.length] === 0x2f),
+  );
+}
+
+async function checkpointOf(
+  root: string,
+  paths: readonly Buffer[],
+  budget: Budget,
+  exclude: readonly string[],
+): Promise<WorkspaceCheckpoint> {
+  const prefixes = excludedPrefixes(root, exclude);
+  const sorted = paths.filter((path) => !isExcluded(path, prefixes)).sort(byBytes);
+  spend(budget, sorted.length, 0);
   const entries: (string | undefined)[] = new Array<string | undefined>(sorted.length);
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < sorted.length) {
+    while (next < sorted.length && budget.exceeded === undefined) {
       const index = next;
       next += 1;
-      entries[index] = await entryOf(absolute(root, sorted[index] as Buffer));
+      entries[index] = await entryOf(absolute(root, sorted[index] as Buffer), budget, exclude);
     }
   };
   await Promise.all(Array.from({ length: parallelism }, worker));
@@ -158,8 +242,29 @@ async function checkpointOf(root: string, paths: readonly Buffer[]): Promise<Wor
   return { checkpoint: `sha256:${hash.digest('hex')}`, files };
 }
 
-/** The checkpoint of the workspace at `root`. Reads only; throws when `root` cannot be read. */
-export async function workspaceCheckpoint(root: string): Promise<WorkspaceCheckpoint> {
-  const paths = (await gitPaths(root)) ?? (await walkPaths(root));
-  return checkpointOf(root, paths);
+async function checkpointWithin(
+  root: string,
+  budget: Budget,
+  exclude: readonly string[],
+): Promise<WorkspaceCheckpoint> {
+  const paths = (await gitPaths(root)) ?? (await walkPaths(root, budget));
+  return checkpointOf(root, paths, budget, exclude);
+}
+
+/**
+ * The checkpoint of the workspace at `root`. Reads only; throws when `root` cannot be read, and
+ * CheckpointTooLarge past its bounds.
+ */
+export async function workspaceCheckpoint(
+  root: string,
+  options: CheckpointOptions = {},
+): Promise<WorkspaceCheckpoint> {
+  const budget: Budget = {
+    max_files: options.max_files ?? checkpointLimits.max_files,
+    max_bytes: options.max_bytes ?? checkpointLimits.max_bytes,
+    files: 0,
+    bytes: 0,
+    exceeded: undefined,
+  };
+  return checkpointWithin(root, budget, options.exclude ?? []);
 }

@@ -14,6 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { constants, homedir } from 'node:os';
 import { isAbsolute, relative } from 'node:path';
@@ -29,6 +30,12 @@ export interface SandboxRequest {
   readonly timeout_ms: number;
   /** stdout and stderr are each cut to this many bytes; `truncated` says whether either was. */
   readonly output_limit_bytes: number;
+  /**
+   * Absolute paths the command must not read (the ledger's files): a folder becomes an empty,
+   * read-only folder, a file an empty one (/dev/null). Missing ones are skipped; the workspace
+   * itself is refused as invalid_input, since hiding it would hide the workspace.
+   */
+  readonly hidden?: readonly string[];
 }
 
 export type SandboxResult =
@@ -104,10 +111,30 @@ async function homeToHide(): Promise<string | undefined> {
 }
 
 /**
- * The bwrap arguments. Order matters: bwrap mounts in argument order, so the workspace is bound
- * again after the tmpfs mounts that would hide it, and the hidden home becomes read-only last.
+ * Folders every sandbox replaces with an empty, writable tmpfs: scratch space, and /run, where
+ * host daemons keep their sockets (PostgreSQL's, Docker's). /run only where it exists: bwrap
+ * cannot create a mount point in the read-only root.
  */
-export function bwrapArguments(workspace: string, hiddenHome: string | undefined): string[] {
+function scratchFolders(): string[] {
+  return existsSync('/run') ? ['/tmp', '/run'] : ['/tmp'];
+}
+
+/**
+ * The bwrap arguments. Order matters: bwrap mounts in argument order. Empty tmpfs mounts first
+ * cover /tmp, /run (host daemons' sockets, such as PostgreSQL's), the caller's home and the
+ * hidden folders outside the workspace; the workspace is bound again when one of them covered
+ * it; then hidden folders inside the workspace are covered, hidden files become /dev/null, and
+ * every covered folder except the scratch ones becomes read-only. A hidden path under a folder
+ * already covered (and not bound back with the workspace) needs no mount of its own. A hidden
+ * folder the workspace lies in is covered and the workspace alone bound back; the workspace
+ * itself is never hidden (runSandboxed refuses that request).
+ */
+export function bwrapArguments(
+  workspace: string,
+  hiddenHome: string | undefined,
+  hidden: { readonly folders?: readonly string[]; readonly files?: readonly string[] } = {},
+): string[] {
+  const { folders = [], files = [] } = hidden;
   const args = [
     '--die-with-parent',
     '--new-session',
@@ -133,15 +160,24 @@ export function bwrapArguments(workspace: string, hiddenHome: string | undefined
     '/dev',
     '--proc',
     '/proc',
-    '--tmpfs',
-    '/tmp',
-    '--dir',
-    sandboxHome,
   ];
+  const scratch = scratchFolders();
+  for (const folder of scratch) args.push('--tmpfs', folder);
+  args.push('--dir', sandboxHome);
+  const covered = [...scratch, ...(hiddenHome === undefined ? [] : [hiddenHome])];
+  const coveredBy = (folder: string, by: readonly string[]) => by.some((cover) => isInside(folder, cover));
+  const outside = folders.filter((folder) => !isInside(folder, workspace) && !coveredBy(folder, covered));
+  const inside = folders.filter((folder) => isInside(folder, workspace) && folder !== workspace);
+  const emptied = files.filter((file) =>
+    isInside(file, workspace) ? !coveredBy(file, inside) : !coveredBy(file, [...covered, ...outside]),
+  );
+  const readOnly = [...(hiddenHome === undefined ? [] : [hiddenHome]), ...outside, ...inside];
   if (hiddenHome !== undefined) args.push('--tmpfs', hiddenHome);
-  const hidden = isInside(workspace, '/tmp') || (hiddenHome !== undefined && isInside(workspace, hiddenHome));
-  if (hidden) args.push('--ro-bind', workspace, workspace);
-  if (hiddenHome !== undefined) args.push('--remount-ro', hiddenHome);
+  for (const folder of outside) args.push('--tmpfs', folder);
+  if (coveredBy(workspace, [...covered, ...outside])) args.push('--ro-bind', workspace, workspace);
+  for (const folder of inside) args.push('--tmpfs', folder);
+  for (const file of emptied) args.push('--ro-bind', '/dev/null', file);
+  for (const folder of readOnly) args.push('--remount-ro', folder);
   args.push('--chdir', workspace);
   return args;
 }
@@ -293,7 +329,24 @@ export async function probeSandbox(options: SandboxOptions = {}): Promise<Sandbo
   return { available: true };
 }
 
-async function checkRequest(request: SandboxRequest): Promise<string> {
+/** The real path of an existing folder or file, with which it is; undefined for anything else. */
+async function realEntry(path: string): Promise<{ path: string; folder: boolean } | undefined> {
+  try {
+    const real = await realpath(path);
+    const info = await stat(real);
+    return info.isDirectory() || info.isFile() ? { path: real, folder: info.isDirectory() } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface CheckedRequest {
+  readonly workspace: string;
+  readonly hidden: { readonly folders: string[]; readonly files: string[] };
+}
+
+/** The real workspace and the real hidden paths that exist; invalid_input for a bad request. */
+async function checkRequest(request: SandboxRequest): Promise<CheckedRequest> {
   const positive = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
   if (!positive(request.timeout_ms) || !positive(request.output_limit_bytes)) {
     throw new BatonError('invalid_input', 'timeout_ms and output_limit_bytes must be positive integers', {
@@ -301,20 +354,35 @@ async function checkRequest(request: SandboxRequest): Promise<string> {
       output_limit_bytes: request.output_limit_bytes,
     });
   }
-  if (!isAbsolute(request.workspace)) {
-    throw new BatonError('invalid_input', 'the workspace must be an absolute path', {
+  for (const path of [request.workspace, ...(request.hidden ?? [])]) {
+    if (!isAbsolute(path)) {
+      throw new BatonError('invalid_input', `${JSON.stringify(path)} is not an absolute path`, { path });
+    }
+  }
+  const found = await realEntry(request.workspace);
+  if (found === undefined || !found.folder) {
+    throw new BatonError('invalid_input', 'the workspace is not an existing directory', {
       workspace: request.workspace,
     });
   }
-  try {
-    const workspace = await realpath(request.workspace);
-    if ((await stat(workspace)).isDirectory()) return workspace;
-  } catch {
-    // Reported below.
+  const workspace = found.path;
+  const hidden = { folders: [] as string[], files: [] as string[] };
+  for (const path of request.hidden ?? []) {
+    const entry = await realEntry(path);
+    if (entry === undefined) continue;
+    if (entry.path === workspace) {
+      throw new BatonError(
+        'invalid_input',
+        `the workspace ${workspace} is a folder the command must not see`,
+        {
+          workspace: request.workspace,
+          hidden: path,
+        },
+      );
+    }
+    (entry.folder ? hidden.folders : hidden.files).push(entry.path);
   }
-  throw new BatonError('invalid_input', 'the workspace is not an existing directory', {
-    workspace: request.workspace,
-  });
+  return { workspace, hidden };
 }
 
 /**
@@ -325,11 +393,14 @@ export async function runSandboxed(
   request: SandboxRequest,
   options: SandboxOptions = {},
 ): Promise<SandboxResult> {
-  const workspace = await checkRequest(request);
+  const { workspace, hidden } = await checkRequest(request);
   const probe = await probeSandbox(options);
   if (!probe.available) return { status: 'unavailable', reason: 'sandbox_unavailable', detail: probe.detail };
   const parts = sentinelParts();
-  const args = [...bwrapArguments(workspace, await homeToHide()), ...guardArguments(parts, request.command)];
+  const args = [
+    ...bwrapArguments(workspace, await homeToHide(), hidden),
+    ...guardArguments(parts, request.command),
+  ];
   const run = await runBwrap(options.bwrap ?? 'bwrap', args, request.timeout_ms, request.output_limit_bytes);
   if (run.kind === 'spawn_failed')
     return { status: 'unavailable', reason: 'sandbox_unavailable', detail: run.detail };

@@ -8,4 +8,10 @@ export interface AppDeps {
   readonly clock: Clock;
   /** The `[work]` configuration; the spec's defaults when absent. */
   readonly work?: WorkConfig;
+  /**
+   * Absolute folders a session's workspace must lie in; any folder when absent. A server sets
+   * them (its own workspace and each --workspace-root), so that no client can make a session
+   * work, and its criteria run, in any folder of the server's machine.
+   */
+  readonly workspace_roots?: readonly string[];
 }

@@ -65,7 +65,7 @@ export async function stopGate(
 ): Promise<StopGateResult> {
   const { session_id } = input;
   const header = await readSessionHeader(deps, project_id, session_id);
-  const checkpoint = header?.workspace ? await usableWorkspaceCheckpoint(header.workspace) : null;
+  const checkpoint = header?.workspace ? await usableWorkspaceCheckpoint(deps, header.workspace) : null;
   const live = { live_children: input.live_children ?? [], checkpoint };
   const max = input.max_blocks ?? defaultMaxBlocks;
   if (!Number.isSafeInteger(max) || max < 1 || max > maxBlocksLimit) {

@@ -33,7 +33,13 @@ import {
   type SessionEntryInput,
   type WorkSnapshot,
 } from './work.ts';
-import { openedInside, usableWorkspaceCheckpoint, workspaceChecker } from './workspace-paths.ts';
+import {
+  isHidden,
+  openedInside,
+  privateFiles,
+  usableWorkspaceCheckpoint,
+  workspaceChecker,
+} from './workspace-paths.ts';
 
 /** A read-only judge of semantic criteria; without one they stay unverified. */
 export type SemanticJudge = (
@@ -145,11 +151,23 @@ async function readFacts(deps: AppDeps, project_id: string, session_id: string):
  * size are taken from the open handle, not the name, and at most the cap is read, so a link to
  * a device, a huge file or one that grows while read is answered, never read without end.
  */
-async function checkFile(workspace: string | null, path: string, pattern?: string): Promise<Check> {
+async function checkFile(
+  workspace: string | null,
+  hidden: readonly string[],
+  path: string,
+  pattern?: string,
+): Promise<Check> {
   if (workspace === null)
     return { verdict: 'unavailable', reason: 'the session has no workspace to check', evidence: [] };
   const outside: Check = { verdict: 'failed', reason: `${path} is outside the workspace`, evidence: [] };
   if (!workspaceChecker(workspace)(path)) return outside;
+  if (isHidden(workspace, hidden, path)) {
+    return {
+      verdict: 'failed',
+      reason: `${path} is Baton's own database, which criteria never read`,
+      evidence: [],
+    };
+  }
   const notFile: Check = { verdict: 'failed', reason: `${path} is not a file`, evidence: [] };
   let handle: FileHandle;
   try {
@@ -169,7 +187,7 @@ async function checkFile(workspace: string | null, path: string, pattern?: strin
   try {
     // The name was checked before the open; what was opened is checked too, so a link swapped
     // in between to lead out of the workspace is not read.
-    if (!(await openedInside(workspace, handle, path))) return outside;
+    if (!(await openedInside(workspace, handle, path, hidden))) return outside;
     const info = await handle.stat();
     if (!info.isFile()) return notFile;
     if (pattern === undefined)
@@ -207,7 +225,12 @@ async function checkFile(workspace: string | null, path: string, pattern?: strin
   }
 }
 
-async function checkShell(workspace: string | null, command: string, options: VerifyOptions): Promise<Check> {
+async function checkShell(
+  workspace: string | null,
+  hidden: readonly string[],
+  command: string,
+  options: VerifyOptions,
+): Promise<Check> {
   if (workspace === null)
     return {
       verdict: 'unavailable',
@@ -218,6 +241,7 @@ async function checkShell(workspace: string | null, command: string, options: Ve
     {
       command,
       workspace,
+      hidden,
       timeout_ms: options.timeout_ms ?? verifyDefaults.timeout_ms,
       output_limit_bytes: options.output_limit_bytes ?? verifyDefaults.output_limit_bytes,
     },
@@ -310,7 +334,9 @@ export async function verifyWork(
   }
   const header = await readSessionHeader(deps, project_id, session_id);
   const workspace = options.workspace ?? header?.workspace ?? null;
-  const checkpoint = workspace === null ? null : await usableWorkspaceCheckpoint(workspace);
+  // The workspace's boundary is checked here, before any criterion runs in it.
+  const checkpoint = workspace === null ? null : await usableWorkspaceCheckpoint(deps, workspace);
+  const hidden = privateFiles(deps);
   const facts = await readFacts(deps, project_id, session_id);
   const secrets = secretValuesFromEnv(options.env ?? process.env);
   const newId = uuidv7Generator(deps.clock);
@@ -328,13 +354,13 @@ export async function verifyWork(
     let check: Check;
     switch (kind.type) {
       case 'shell':
-        check = await checkShell(workspace, kind.command, options);
+        check = await checkShell(workspace, hidden, kind.command, options);
         break;
       case 'file_exists':
-        check = await checkFile(workspace, kind.path);
+        check = await checkFile(workspace, hidden, kind.path);
         break;
       case 'file_contains':
-        check = await checkFile(workspace, kind.path, kind.pattern);
+        check = await checkFile(workspace, hidden, kind.path, kind.pattern);
         break;
       case 'tool_succeeded':
         check = checkTool(session_id, kind.tool, facts);

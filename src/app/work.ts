@@ -48,7 +48,7 @@ import {
 import { retryFrom } from '../core/work/transitions.ts';
 import { checkOwner, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
-import { workspaceChecker } from './workspace-paths.ts';
+import { checkWorkspaceBoundary, workspaceChecker } from './workspace-paths.ts';
 
 /** Entry kinds the work projection reads from a session stream. */
 export const workEntryKinds = ['session_header', 'work_event', 'checkpoint', 'terminal'] as const;
@@ -102,6 +102,7 @@ async function sessionHeaderOf(
       issues: [{ path: 'workspace', message: 'no control characters' }],
     });
   }
+  if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
   if (parsed.parent_session_id !== undefined) {
     await deps.store.getStream(sessionStream(project_id, parsed.parent_session_id));
   }

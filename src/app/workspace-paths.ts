@@ -6,8 +6,9 @@
 import { realpathSync } from 'node:fs';
 import { readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
-import { workspaceCheckpoint } from '../agent/checkpoint.ts';
+import { CheckpointTooLarge, workspaceCheckpoint } from '../agent/checkpoint.ts';
 import { BatonError } from '../core/errors.ts';
+import type { AppDeps } from './deps.ts';
 
 function within(root: string, path: string): boolean {
   const rel = relative(root, path);
@@ -52,26 +53,69 @@ export function workspaceChecker(workspace: string | null): (path: string) => bo
  * file at /proc/self/fd/N; elsewhere the name's real path must be inside and name the very file
  * the handle holds (same device and inode).
  */
-export async function openedInside(workspace: string, handle: FileHandle, path: string): Promise<boolean> {
+export async function openedInside(
+  workspace: string,
+  handle: FileHandle,
+  path: string,
+  hidden: readonly string[] = [],
+): Promise<boolean> {
   const root = realPath(resolve(workspace));
+  const allowed = (real: string) => within(root, real) && !hidden.some((folder) => within(folder, real));
   const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
-  if (opened !== undefined && isAbsolute(opened)) return within(root, opened.replace(/ \(deleted\)$/, ''));
+  if (opened !== undefined && isAbsolute(opened)) return allowed(opened.replace(/ \(deleted\)$/, ''));
   try {
     const named = await realpath(resolve(workspace, path));
     const [held, found] = await Promise.all([handle.stat(), stat(named)]);
-    return within(root, named) && held.dev === found.dev && held.ino === found.ino;
+    return allowed(named) && held.dev === found.dev && held.ino === found.ino;
   } catch {
     return false;
   }
 }
 
+/** Whether `path` (resolved against `workspace`, links followed) is, or lies in, one of the `hidden` paths. */
+export function isHidden(workspace: string, hidden: readonly string[], path: string): boolean {
+  const real = realPath(resolve(workspace, path));
+  return hidden.some((folder) => within(folder, real));
+}
+
 /**
- * The checkpoint of a session's workspace, or precondition_failed naming the workspace when it
- * cannot be used: it holds a control character, is missing, is not a folder, or cannot be
- * read. A workspace recorded by another machine's session, or deleted since, is then a clear
- * refusal of the gate or the verifier instead of a crash.
+ * The files of this machine no session's criteria may read, as real paths: the store's own
+ * files, which hold every project's records.
  */
-export async function usableWorkspaceCheckpoint(workspace: string): Promise<string> {
+export function privateFiles(deps: AppDeps): string[] {
+  return deps.store.privateFiles.map((file) => realPath(resolve(file)));
+}
+
+/**
+ * Refuses, as forbidden, a session workspace this server does not let sessions work in: one
+ * outside every folder of `deps.workspace_roots` (when the surface set them: `baton serve` does,
+ * so that a client cannot point a session at any folder of the server's machine). Links are
+ * resolved first. Checked when a session starts and again each time its workspace is used,
+ * since the ledger may hold sessions started elsewhere.
+ */
+export function checkWorkspaceBoundary(deps: AppDeps, workspace: string): void {
+  const real = realPath(resolve(workspace));
+  const roots = deps.workspace_roots;
+  if (roots === undefined) return;
+  if (!roots.some((root) => within(realPath(resolve(root)), real))) {
+    throw new BatonError(
+      'forbidden',
+      `the workspace ${JSON.stringify(workspace)} is outside the folders this server lets sessions work in ` +
+        '(the folder baton serve runs in, and each --workspace-root)',
+      { workspace },
+    );
+  }
+}
+
+/**
+ * The checkpoint of a session's workspace, or an error naming the workspace when it cannot be
+ * used: forbidden outside the server's boundary (checkWorkspaceBoundary); precondition_failed
+ * when it holds a control character, is missing, is not a folder, cannot be read or is larger
+ * than a checkpoint's bounds. A workspace recorded by another machine's session, or deleted
+ * since, is then a clear refusal of the gate or the verifier instead of a crash. The store's
+ * own files never count.
+ */
+export async function usableWorkspaceCheckpoint(deps: AppDeps, workspace: string): Promise<string> {
   const refuse = (why: string, data: Record<string, unknown> = {}) =>
     new BatonError('precondition_failed', `the session's workspace ${JSON.stringify(workspace)} ${why}`, {
       workspace,
@@ -79,6 +123,7 @@ export async function usableWorkspaceCheckpoint(workspace: string): Promise<stri
     });
   // eslint-disable-next-line no-control-regex -- a path with a control character (NUL above all) names no folder
   if (/[\u0000-\u001f]/.test(workspace)) throw refuse('holds a control character; no folder has that name');
+  checkWorkspaceBoundary(deps, workspace);
   let info;
   try {
     info = await stat(workspace);
@@ -90,8 +135,15 @@ export async function usableWorkspaceCheckpoint(workspace: string): Promise<stri
   }
   if (!info.isDirectory()) throw refuse('is not a folder');
   try {
-    return (await workspaceCheckpoint(workspace)).checkpoint;
+    const root = realPath(resolve(workspace));
+    return (await workspaceCheckpoint(root, { exclude: privateFiles(deps) })).checkpoint;
   } catch (error) {
+    if (error instanceof CheckpointTooLarge) {
+      throw refuse(`${error.message}, more than a checkpoint covers: verify in a smaller workspace`, {
+        limit: error.limit,
+        [error.limit]: error.value,
+      });
+    }
     const { code, message } = error as NodeJS.ErrnoException;
     throw refuse(`cannot be read (${code ?? message})`, { errno: code ?? null });
   }

@@ -28,7 +28,8 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
 const errorStatuses = {
   '400': 'the request could not be read: not JSON, not application/json, or nested too deep (invalid_input)',
   '401': 'no valid token or session (unauthorized)',
-  '403': 'read-only token writing, missing CSRF token, or a foreign Host or Origin (forbidden)',
+  '403':
+    "read-only token writing, missing CSRF token, a foreign Host or Origin, or a session workspace outside the server's folders (forbidden)",
   '404': 'no such object in the caller’s project (not_found)',
   '408': 'the request did not arrive whole in time (invalid_input); the connection is closed',
   '409': 'conflict, or revision_conflict with details.actual_head',

@@ -54,6 +54,12 @@ export interface ServeOptions {
    * one, those sessions have no workspace, and their file and shell criteria are unavailable.
    */
   workspace?: string;
+  /**
+   * More folders, besides `workspace`, a session started over HTTP may name as its workspace.
+   * A session's workspace must lie in `workspace` or one of these (links resolved), or it is
+   * refused 403 forbidden: clients never make the server run criteria in any other folder.
+   */
+  workspaceRoots?: readonly string[];
 }
 
 export const defaultHost = '127.0.0.1';
@@ -80,7 +86,14 @@ function closeGracefully(app: FastifyInstance): void {
 }
 
 export async function buildApp(options: ServeOptions): Promise<FastifyInstance> {
-  const { deps } = options;
+  const deps = {
+    ...options.deps,
+    workspace_roots: [
+      ...(options.deps.workspace_roots ?? []),
+      ...(options.workspace === undefined ? [] : [options.workspace]),
+      ...(options.workspaceRoots ?? []),
+    ],
+  };
   const host = options.host ?? defaultHost;
   const requestTimeout = options.requestTimeoutMs ?? defaultRequestTimeoutMs;
   if (!Number.isSafeInteger(requestTimeout) || requestTimeout < 1) {

@@ -177,7 +177,8 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     path: '/v1/sessions',
     params: [],
     summary:
-      'Start a session stream with its header (lineage, workspace, capabilities); the same header again is a no-op.',
+      'Start a session stream with its header (lineage, workspace, capabilities); the same header again is a no-op. ' +
+      'A workspace must lie in a folder the server offers (where baton serve runs, or a --workspace-root): any other is 403 forbidden.',
     access: 'write',
     fields: startSessionFields,
     output: workResultSchemas.sessionHeader,

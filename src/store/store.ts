@@ -53,6 +53,12 @@ export type PortableEntry = Omit<Entry, 'stream' | 'global_seq'>;
 
 export interface Store {
   readonly backend: 'sqlite' | 'postgres';
+  /**
+   * The absolute paths of this store's files on this machine (a SQLite database and its -wal,
+   * -shm and -journal files, whether they exist now or not), which a session's criteria must
+   * never read: they hold every project's records. Empty for PostgreSQL and `:memory:`.
+   */
+  readonly privateFiles: readonly string[];
 
   /** Create a project, or return it when it exists already. */
   createProject(project_id: string): Promise<Project>;

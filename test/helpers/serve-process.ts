@@ -41,12 +41,16 @@ export interface ServeProcess {
 export async function spawnServe(
   database: string,
   cwd: string,
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; args?: readonly string[] } = {},
 ): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [cliMain, 'serve', '--port', '0', '--quiet'], {
-    cwd,
-    env: cliEnv(database),
-  });
+  const child = spawn(
+    process.execPath,
+    [cliMain, 'serve', '--port', '0', '--quiet', ...(options.args ?? [])],
+    {
+      cwd,
+      env: cliEnv(database),
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));

@@ -2,6 +2,8 @@
  * Setting Baton up and running it: init, token create, list and revoke, start, serve and mcp. These work on the
  * local database (tokens are created where they are stored), never through --server.
  */
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import {
   createToken,
   listTokens,
@@ -63,10 +65,30 @@ const listenOptions = {
   host: { type: 'string' },
   port: { type: 'string' },
   quiet: { type: 'boolean' },
+  'workspace-root': { type: 'string', multiple: true },
 } satisfies Options;
 const listenHelp = `  --host HOST           default 127.0.0.1; listening beyond loopback requires tokens
   --port N              default 4680; 0 picks a free port
-  --quiet               no request log (the log never contains tokens)`;
+  --quiet               no request log (the log never contains tokens)
+  --workspace-root DIR  another folder a session started over HTTP may work in, besides this
+                        working directory (repeatable); any other workspace is refused 403`;
+
+/** The folders --workspace-root names, made absolute; each must be an existing folder. */
+function workspaceRoots(context: Context): string[] {
+  const given = context.values['workspace-root'];
+  const roots = Array.isArray(given)
+    ? given.filter((value): value is string => typeof value === 'string')
+    : [];
+  return roots.map((root) => {
+    const folder = resolve(context.cwd, root);
+    if (root.trim() === '' || !existsSync(folder) || !statSync(folder).isDirectory()) {
+      throw new UsageError(
+        `--workspace-root ${JSON.stringify(root)} is not a folder on this machine: name an existing folder`,
+      );
+    }
+    return folder;
+  });
+}
 
 /** Serve the HTTP API until SIGINT or SIGTERM, then shut down gracefully. */
 async function serveUntilStopped(context: Context, announce: (url: string) => string): Promise<void> {
@@ -77,6 +99,7 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
     throw new UsageError('--host takes an address such as 127.0.0.1 or 0.0.0.0, not an empty string');
   }
   const port = whole(context.values, 'port', { max: 65_535 });
+  const roots = workspaceRoots(context);
   // Opened here first unless start opened it already, which asks for the writer thread too.
   await context.store({ writerThread: true });
   const server = await startServer({
@@ -84,8 +107,10 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
     ...(host === undefined ? {} : { host }),
     ...(port === undefined ? {} : { port }),
     logger: context.values.quiet !== true,
-    // /mcp's work tools start sessions here, like baton mcp's.
+    // /mcp's work tools start sessions here, like baton mcp's; HTTP's may name a folder inside
+    // it or inside a --workspace-root, and no other.
     workspace: process.cwd(),
+    workspaceRoots: roots,
   });
   context.io.out(announce(server.url));
   const signal = await untilStopped();
@@ -211,7 +236,9 @@ const serve: Command = {
   usage: `baton serve [--host HOST] [--port N] [--config FILE]
 
   Sessions that /mcp's work tools start work in this working directory: their file and
-  shell criteria are checked here.
+  shell criteria are checked here. A session started over HTTP may name a folder inside it
+  or inside a --workspace-root as its workspace, and no other. Criteria never read the
+  database's files, the home folder, /tmp or /run.
 
 ${listenHelp}
 ${configHelp}

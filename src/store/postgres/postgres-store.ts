@@ -213,6 +213,7 @@ function isConnectionError(error: unknown): boolean {
 
 export class PostgresStore implements Store {
   readonly backend = 'postgres';
+  readonly privateFiles: readonly string[] = [];
   readonly #pool: Pool;
   readonly #server: string;
   readonly #clock: Clock;

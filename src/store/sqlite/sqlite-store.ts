@@ -11,7 +11,7 @@
  * See docs/sqlite-durability.md.
  */
 import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Digest } from '../../core/canonical.ts';
 import { systemClock, type Clock } from '../../core/clock.ts';
@@ -214,8 +214,14 @@ export function applyPragmas(db: DatabaseSync, synchronous: SqliteSynchronous, b
   db.exec('PRAGMA foreign_keys = ON');
 }
 
+/** A SQLite database's file and the files SQLite keeps beside it. */
+function sqliteFiles(path: string): string[] {
+  return ['', '-wal', '-shm', '-journal'].map((suffix) => `${path}${suffix}`);
+}
+
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
+  readonly privateFiles: readonly string[];
   /** The writing connection: every write, and every read inside one. */
   readonly #db: DatabaseSync;
   /** Reads outside a write: committed data only. The same connection for `:memory:`. */
@@ -240,6 +246,7 @@ export class SqliteStore implements Store {
   readonly #settledRows = new Map<string, unknown>();
 
   constructor(options: SqliteStoreOptions) {
+    this.privateFiles = options.path === ':memory:' ? [] : sqliteFiles(resolve(options.path));
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
     try {
       if (options.path !== ':memory:' && existsSync(options.path)) accessSync(options.path, constants.W_OK);

@@ -131,6 +131,7 @@ export async function openThreadedSqliteStore(options: SqliteStoreOptions): Prom
 
 export class ThreadedSqliteStore implements Store {
   readonly backend = 'sqlite';
+  readonly privateFiles: readonly string[];
   readonly #reader: SqliteStore;
   readonly #worker: Worker;
   readonly #waiting = new Map<number, Waiter>();
@@ -142,6 +143,7 @@ export class ThreadedSqliteStore implements Store {
 
   constructor(reader: SqliteStore, worker: Worker) {
     this.#reader = reader;
+    this.privateFiles = reader.privateFiles;
     this.#worker = worker;
     worker.on('message', (batch: WriterBatch) => this.#receive(batch));
     worker.on('error', (error: Error) => this.#stop(`it failed: ${error.message}`));
