@@ -357,6 +357,57 @@ describe('baton CLI in a Git work tree', () => {
     expect(stale.stderr).toContain('precondition_failed');
   });
 
+  it('reads - as standard input for every file option, and commits handoff --no-commit --json output as it is', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    const note = join(tree.dir, 'note.txt');
+    writeFileSync(note, 'from standard input\n');
+    const fromStdin = parsed<{ position: number }>(
+      await batonWithStdin(tree, ['capture', '--source-id', 'stdin-text', '--file', '-', '--json'], note),
+    );
+    const json = join(tree.dir, 'note.json');
+    writeFileSync(json, '{"said": "json from standard input"}');
+    ok(await batonWithStdin(tree, ['capture', '--source-id', 'stdin-json', '--json-file', '-'], json));
+    const read = ok(await tree.baton(['read', '--scope', 'w']));
+    expect(read.stdout).toContain('from standard input\\n');
+    expect(read.stdout).toContain('json from standard input');
+    expect(fromStdin.position).toBeGreaterThan(0);
+    // The prepared handoff, piped on exactly as --no-commit --json printed it.
+    const output = join(tree.dir, 'prepared.json');
+    writeFileSync(output, ok(await tree.baton(['handoff', 'Ship it', '--no-commit', '--json'])).stdout);
+    const committed = parsed<{ revision: number }>(
+      await batonWithStdin(
+        tree,
+        ['commit', '--prepared-file', '-', '--expected-head', '0', '--json'],
+        output,
+      ),
+    );
+    expect(committed.revision).toBe(1);
+  });
+
+  it('refuses bytes that are not UTF-8 from any file option or standard input, and writes nothing', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    const latin1 = join(tree.dir, 'latin1.txt');
+    writeFileSync(latin1, Buffer.from('caf\xe9 "\xff"', 'latin1'));
+    ok(await tree.baton(['capture', '--source-id', 'good', '--text', 'café']));
+    const before = ok(await tree.baton(['read', '--scope', 'w'])).stdout;
+    for (const args of [
+      ['capture', '--source-id', 'bad', '--file', latin1],
+      ['capture', '--source-id', 'bad', '--json-file', latin1],
+      ['call', 'capture_source', '--input-file', latin1],
+      ['commit', '--prepared-file', latin1, '--expected-head', '0'],
+    ]) {
+      const refused = await tree.baton(args);
+      expect({ args, code: refused.code }).toEqual({ args, code: 1 });
+      expect(refused.stderr).toContain(`${latin1} is not UTF-8 text`);
+    }
+    const piped = await batonWithStdin(tree, ['capture', '--source-id', 'bad', '--file', '-'], latin1);
+    expect(piped.code).toBe(1);
+    expect(piped.stderr).toContain('standard input is not UTF-8 text');
+    expect(ok(await tree.baton(['read', '--scope', 'w'])).stdout).toBe(before);
+  });
+
   it('runs the same one-line handoff again without a second revision, and publishes it anew only with --again', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['bind', 'w']));

@@ -2,7 +2,9 @@
  * Files the CLI sends as input (--file, --json-file, --input-file, …), and standard input for
  * `-`. One is read up to the most one request may carry and refused beyond it as
  * payload_too_large, so a huge file or a device that never ends (/dev/zero) gets an answer
- * instead of a crash on a string too long.
+ * instead of a crash on a string too long. Its bytes must be UTF-8, as an HTTP body's must:
+ * anything else is refused as invalid_input rather than stored with U+FFFD in place of what
+ * could not be read.
  */
 import { open } from 'node:fs/promises';
 import { bodyLimit } from '../core/api.ts';
@@ -28,6 +30,19 @@ export function namedFileError(error: unknown, path: string): unknown {
   return failure;
 }
 
+/** UTF-8 bytes as text (a leading byte order mark dropped); invalid_input for any other bytes. */
+function utf8(bytes: Uint8Array, path: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new BatonError(
+      'invalid_input',
+      `${path} is not UTF-8 text: save it as UTF-8 (iconv -t UTF-8 converts it), or give the content another way`,
+      { path },
+    );
+  }
+}
+
 /** A file's text, or standard input's for `-`, refused beyond the body limit. */
 export async function readInput(path: string): Promise<string> {
   return path === '-' ? readStdin() : readInputFile(path);
@@ -42,7 +57,7 @@ async function readStdin(): Promise<string> {
     if (length > bodyLimit) throw tooLarge('standard input');
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return utf8(Buffer.concat(chunks), 'standard input');
 }
 
 export async function readInputFile(path: string): Promise<string> {
@@ -61,7 +76,7 @@ export async function readInputFile(path: string): Promise<string> {
       length += bytesRead;
     }
     if (length > bodyLimit) throw tooLarge(path);
-    return buffer.subarray(0, length).toString('utf8');
+    return utf8(buffer.subarray(0, length), path);
   } finally {
     await handle.close();
   }

@@ -22,7 +22,7 @@ import {
 } from '../command.ts';
 import { receiptSourceId, stableSourceId } from '../refs.ts';
 import { lastSeen, recordSeen } from '../seen.ts';
-import { readInputFile } from '../files.ts';
+import { readInput } from '../files.ts';
 import * as render from '../render.ts';
 import {
   attribution,
@@ -191,12 +191,26 @@ ${transportHelp}`,
   },
 };
 
+/**
+ * The Prepared Handoff in what --prepared-file held: the body itself, or the answer of
+ * handoff_current_work (`baton handoff --no-commit --json`), which carries it as
+ * `prepared_handoff` beside its digest. A body has a `schema`; that answer has none.
+ */
+function preparedBody(value: unknown): JsonObject {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && !('schema' in value)) {
+    const inner = (value as { prepared_handoff?: unknown }).prepared_handoff;
+    if (typeof inner === 'object' && inner !== null && !Array.isArray(inner)) return inner as JsonObject;
+  }
+  return value as JsonObject;
+}
+
 const commit: Command = {
   summary: 'publish a Prepared Handoff as the next revision if the head is still the expected one',
   usage: `baton commit (--prepared DIGEST | --prepared-file FILE) --expected-head N [options]
 
   --prepared DIGEST      a Prepared Handoff stored here, by digest
-  --prepared-file FILE   a Prepared Handoff body as transported unchanged (JSON)
+  --prepared-file FILE   a Prepared Handoff body as transported unchanged (JSON), or the
+                         output of baton handoff --no-commit --json; - reads standard input
   --expected-head N      the head it was prepared on (its base_revision; 0 when none)
 ${scopeHelp}
 ${transportHelp}`,
@@ -220,9 +234,9 @@ ${transportHelp}`,
     let prepared: Digest | JsonObject;
     if (digest !== undefined) prepared = digest;
     else {
-      const source = await readInputFile(file!);
+      const source = await readInput(file!);
       try {
-        prepared = JSON.parse(source) as JsonObject;
+        prepared = preparedBody(JSON.parse(source));
       } catch (error) {
         throw new UsageError(`--prepared-file ${file}: ${(error as Error).message}`);
       }

@@ -31,7 +31,7 @@ import {
   type Values,
 } from '../command.ts';
 import type { Context } from '../context.ts';
-import { namedFileError, readInputFile } from '../files.ts';
+import { namedFileError, readInput } from '../files.ts';
 import * as render from '../render.ts';
 
 const streamOptions = {
@@ -224,8 +224,8 @@ const capture: Command = {
 
   --source-id ID     a stable id you choose; capturing the same content again returns the same receipt
   --text TEXT        the content as a string
-  --file FILE        the content as the text of a file
-  --json-file FILE   the content as the JSON value in a file
+  --file FILE        the content as the text of a file (UTF-8); - reads standard input
+  --json-file FILE   the content as the JSON value in a file; - reads standard input
   --kind KIND        stored as metadata.kind
 ${scopeHelp}
 ${transportHelp}`,
@@ -247,10 +247,10 @@ ${transportHelp}`,
     if (given.length !== 1) throw new UsageError('give the content once: --text, --file or --json-file');
     let content: JsonValue;
     if (values.text !== undefined) content = required(values, 'text');
-    else if (values.file !== undefined) content = await readInputFile(required(values, 'file'));
+    else if (values.file !== undefined) content = await readInput(required(values, 'file'));
     else {
       const path = required(values, 'json-file');
-      const source = await readInputFile(path);
+      const source = await readInput(path);
       try {
         content = JSON.parse(source) as JsonValue;
       } catch (error) {
