@@ -610,6 +610,11 @@ describe('baton CLI in a Git work tree', () => {
       [['contract', '--scope', 'w', '--objective', 'o'], '--criterion'],
       [['commit', '--scope', 'w', '--prepared', 'abc', '--expected-head', '0'], 'sha256:<64 hex>'],
       [['metrics', '--server', 'http://127.0.0.1:9'], 'needs a token'],
+      [
+        ['metrics', '--server', 'http://ann:hunter2-secret@127.0.0.1:9', '--token', 'baton_x'],
+        'takes no user name or password',
+      ],
+      [['metrics', '--server', 'ann:hunter2-secret@127.0.0.1:9', '--token', 'baton_x'], 'takes an http://'],
       [['handoff', 'by token', '--scope', 'w', '--token', 'baton_abc'], '--token needs a server'],
       [['handoff', 'x', '--scope', ' bad'], 'not a scope_id'],
       [['bind'], 'SCOPE_ID'],
@@ -630,6 +635,8 @@ describe('baton CLI in a Git work tree', () => {
     usage.forEach(([args, message], index) => {
       expect(results[index]!.code, args.join(' ')).toBe(2);
       expect(results[index]!.stderr, args.join(' ')).toContain(message);
+      // A password in --server is never repeated back.
+      expect(results[index]!.stderr, args.join(' ')).not.toContain('hunter2');
     });
     // Nothing was captured by the refused double --scope.
     expect(ok(await tree.baton(['status', '--json'])).stdout).not.toContain('"b1"');

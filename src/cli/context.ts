@@ -34,11 +34,22 @@ export interface ServerConnection {
   readonly token: string;
 }
 
-/** A server address must be an http(s) URL: "127.0.0.1:4680" without its scheme is refused, not crashed on. */
+/**
+ * A server address must be an http(s) URL: "127.0.0.1:4680" without its scheme is refused, not
+ * crashed on. One with a user name or password is refused too (the token authenticates, and
+ * fetch refuses such a URL), and no message repeats what came before its `@`.
+ */
 function serverUrl(given: string): string {
-  if (!httpUrl(given)) {
+  const url = httpUrl(given);
+  const shown = JSON.stringify(given.includes('@') ? `…@${given.slice(given.lastIndexOf('@') + 1)}` : given);
+  if (!url) {
     throw new UsageError(
-      `--server (or BATON_SERVER) takes an http:// or https:// URL such as http://127.0.0.1:4680, not ${JSON.stringify(given)}`,
+      `--server (or BATON_SERVER) takes an http:// or https:// URL such as http://127.0.0.1:4680, not ${shown}`,
+    );
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new UsageError(
+      `--server (or BATON_SERVER) takes no user name or password (the token authenticates): drop what comes before @ in ${shown}`,
     );
   }
   return given;
