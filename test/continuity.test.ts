@@ -711,7 +711,20 @@ for (const backend of backends) {
           );
         }
         await expectBatonError(captureSource(deps, null as never), 'invalid_input');
+        // kind and a metadata.kind that says otherwise: refused, not one silently kept.
+        await expectBatonError(
+          captureSource(deps, {
+            ...at,
+            source_id: 'z',
+            kind: 'test-log',
+            content: {},
+            metadata: { kind: 'note' },
+          }),
+          'invalid_input',
+        );
         expect((await deps.store.getStream({ ...at, kind: 'scope' })).head).toBe(1);
+        const same = { ...at, source_id: 'z', kind: 'test-log', content: {}, metadata: { kind: 'test-log' } };
+        expect((await captureSource(deps, same)).position).toBe(2);
       });
 
       it('keeps a view frozen earlier as it was, journal included', async () => {

@@ -28,6 +28,14 @@ export async function captureSource(deps: AppDeps, input: CaptureSourceInput): P
   requireObject(input, 'capture');
   const kind = input.kind === undefined ? undefined : parseRecord(kindSchema, input.kind, 'kind');
   if (input.metadata !== undefined) parseRecord(jsonObjectSchema, input.metadata, 'metadata');
+  const stated = input.metadata?.kind;
+  if (kind !== undefined && stated !== undefined && stated !== kind) {
+    throw new BatonError(
+      'invalid_input',
+      `capture is invalid at metadata.kind: it says ${JSON.stringify(stated)} and kind says ${JSON.stringify(kind)}; give the kind once`,
+      { issues: [{ path: 'metadata.kind', message: 'differs from kind' }] },
+    );
+  }
   const metadata: JsonObject = kind === undefined ? (input.metadata ?? {}) : { ...input.metadata, kind };
   const declared = metadata.kind;
   if (typeof declared === 'string' && reservedKinds.includes(declared)) {
