@@ -596,6 +596,55 @@ describe('baton CLI in a Git work tree', () => {
     expect(reviewed.stdout).toContain('is rejected');
   });
 
+  it('answers a well-formed reference to nothing as not found (exit 1), not as a usage error', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['capture', '--scope', 'w', '--source-id', 'note', '--text', 'a note']));
+    for (const [args, message] of [
+      [
+        [
+          'outcome',
+          '--scope',
+          'w',
+          '--status',
+          'failed',
+          '--summary',
+          's',
+          '--receipt',
+          'ghost',
+          '--objective',
+          'o',
+        ],
+        '--receipt ghost: no work record',
+      ],
+      [
+        [
+          'outcome',
+          '--scope',
+          'w',
+          '--status',
+          'failed',
+          '--summary',
+          's',
+          '--receipt',
+          'active',
+          '--objective',
+          'o',
+        ],
+        'has no receipt',
+      ],
+      [
+        ['experience', 'review', 'ghost', '--scope', 'w', '--decision', 'approved', '--note', 'n'],
+        'no experience candidate ghost',
+      ],
+    ] as const) {
+      const missing = await tree.baton([...args, '--json']);
+      expect({ args, code: missing.code }).toEqual({ args, code: 1 });
+      const envelope = JSON.parse(missing.stderr) as { error: { code: string; message: string } };
+      expect(envelope.error.code).toBe('not_found');
+      expect(envelope.error.message).toContain(message);
+    }
+  });
+
   it('answers bad input with exit 2 (usage) or 1 (the operation failed) and says what to fix', async () => {
     ok(await tree.baton(['init']));
     const usage: [string[], string][] = [
@@ -630,6 +679,26 @@ describe('baton CLI in a Git work tree', () => {
       ],
       [['init', '--database', ''], '--database needs a SQLite file path'],
       [['read', '--scope', 'w', '--from', '0'], '--from takes a whole number from 1'],
+      [
+        [
+          'outcome',
+          '--scope',
+          'w',
+          '--status',
+          'failed',
+          '--summary',
+          's',
+          '--check',
+          'a=passed:verified:b1@sha256:zz',
+          '--objective',
+          'o',
+        ],
+        '"sha256:zz" is not a digest',
+      ],
+      [
+        ['experience', 'review', 'x@sha256:00', '--scope', 'w', '--decision', 'approved', '--note', 'n'],
+        'is not a digest',
+      ],
     ];
     const results = await Promise.all(usage.map(([args]) => tree.baton(args)));
     usage.forEach(([args, message], index) => {
@@ -642,6 +711,10 @@ describe('baton CLI in a Git work tree', () => {
     expect(ok(await tree.baton(['status', '--json'])).stdout).not.toContain('"b1"');
     // Nor by the handoff whose --token had no server to go to.
     expect((await tree.baton(['report', '--scope', 'w'])).stdout).not.toContain('by token');
+  });
+
+  it('answers help, oversized or endless input, missing things and an unreachable server as documented', async () => {
+    ok(await tree.baton(['init']));
     for (const args of [
       ['work', '--help'],
       ['help', 'handoff'],

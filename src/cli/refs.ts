@@ -6,6 +6,7 @@
  * reuses the same id and the ledger answers with the same receipt.
  */
 import { canonicalJson, digestPattern, sha256Digest, type Digest } from '../core/canonical.ts';
+import { BatonError } from '../core/errors.ts';
 import type { SourceRef } from '../core/ledger/source.ts';
 import { UsageError } from './command.ts';
 import type { Transport } from './transport.ts';
@@ -35,10 +36,22 @@ export interface TypedRef {
   readonly digest?: Digest;
 }
 
-export function parseRef(text: string): TypedRef {
+/**
+ * A reference as typed after `option`. Text after the last `@` that starts like a digest must be
+ * one: `b1@sha256:zz` is a usage error naming the digest, not a search for a source id
+ * `b1@sha256:zz`.
+ */
+export function parseRef(text: string, option: string): TypedRef {
   const at = text.lastIndexOf('@');
-  if (at > 0 && digestPattern.test(text.slice(at + 1))) {
-    return { source_id: text.slice(0, at), digest: text.slice(at + 1) as Digest };
+  const after = text.slice(at + 1);
+  if (at > 0 && digestPattern.test(after)) {
+    return { source_id: text.slice(0, at), digest: after as Digest };
+  }
+  if (at > 0 && after.startsWith('sha256:')) {
+    throw new UsageError(
+      `${option} ${text}: ${JSON.stringify(after)} is not a digest; a digest is sha256: and 64 lowercase hex digits`,
+      { showUsage: false },
+    );
   }
   return { source_id: text };
 }
@@ -58,10 +71,11 @@ export async function exactRef(
     ...continuity.timeline.map((event) => event.source_ref),
   ].find((candidate) => candidate?.source_id === typed.source_id);
   if (!known) {
-    throw new UsageError(
+    throw new BatonError(
+      'not_found',
       `${option} ${typed.source_id}: no work record with that source_id in ${scope_id}; ` +
         'give the exact reference SOURCE_ID@sha256:… (baton capture prints the digest)',
-      { showUsage: false },
+      { scope_id, source_id: typed.source_id },
     );
   }
   return known;

@@ -2,6 +2,7 @@
  * The records before and after the work: a Work Contract (create_work_contract) and a Task
  * Outcome (record_task_outcome), with references typed as SOURCE_ID[@DIGEST].
  */
+import { BatonError } from '../../core/errors.ts';
 import { checkStatuses, outcomeStatuses, type CheckStatus } from '../../core/continuity/records.ts';
 import type { SourceRef } from '../../core/ledger/source.ts';
 import {
@@ -175,15 +176,20 @@ ${transportHelp}`,
         `--objective is required: ${scope_id} has no handoff or work contract to take it from`,
       );
     }
-    const exact = (typed: string, option: string) => exactRef(transport, scope_id, parseRef(typed), option);
+    const exact = (typed: string, option: string) =>
+      exactRef(transport, scope_id, parseRef(typed, option), option);
     const receiptText = text(values, 'receipt');
     let handoff_receipt_ref: SourceRef | undefined;
     if (receiptText === 'active') {
       const continuity = await transport.invoke('get_work_continuity', { scope_id });
       if (!continuity.active_receipt_ref)
-        throw new UsageError(`--receipt active: ${scope_id} has no receipt for its current revision`, {
-          showUsage: false,
-        });
+        throw new BatonError(
+          'not_found',
+          `--receipt active: ${scope_id} has no receipt for its current revision`,
+          {
+            scope_id,
+          },
+        );
       handoff_receipt_ref = continuity.active_receipt_ref;
     } else if (receiptText !== undefined) handoff_receipt_ref = await exact(receiptText, '--receipt');
     const who = attribution(context);

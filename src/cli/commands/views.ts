@@ -2,6 +2,7 @@
  * Reading the relay and reviewing experience: report, continuity, context, metrics,
  * experience list and review, and `call` for any operation with a JSON input.
  */
+import { BatonError } from '../../core/errors.ts';
 import type { OperationId } from '../../client/types.ts';
 import { operations } from '../../app/operations.ts';
 import {
@@ -152,16 +153,21 @@ ${transportHelp}`,
     const note = required(context.values, 'note');
     const { scope_id } = await context.scope();
     const transport = await context.transport();
-    const wanted = parseRef(typed);
+    const wanted = parseRef(typed, 'CANDIDATE');
     const candidate = (await transport.invoke('list_experience_candidates', { scope_id })).find(
       (found) =>
         found.candidate.source_id === wanted.source_id &&
         (wanted.digest === undefined || found.candidate.digest === wanted.digest),
     );
     if (!candidate) {
-      throw new UsageError(`${scope_id} has no experience candidate ${typed}: see baton experience list`, {
-        showUsage: false,
-      });
+      throw new BatonError(
+        'not_found',
+        `${scope_id} has no experience candidate ${typed}: see baton experience list`,
+        {
+          scope_id,
+          candidate: typed,
+        },
+      );
     }
     const reviewer = text(context.values, 'reviewer');
     const result = await transport.invoke('review_experience', {
