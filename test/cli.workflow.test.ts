@@ -596,6 +596,30 @@ describe('baton CLI in a Git work tree', () => {
     expect(reviewed.stdout).toContain('is rejected');
   });
 
+  it('says so when the same outcome run again wrote nothing new', async () => {
+    ok(await tree.baton(['init']));
+    const args = [
+      'outcome',
+      '--scope',
+      'w',
+      '--objective',
+      'o',
+      '--status',
+      'partial',
+      '--summary',
+      'half done',
+    ];
+    const first = ok(await tree.baton(args));
+    expect(first.stdout).toContain('at journal position 1');
+    expect(first.stdout).not.toContain('nothing new');
+    const again = ok(await tree.baton(args));
+    expect(again.stdout).toContain('at journal position 1');
+    expect(again.stdout).toContain('already recorded exactly so: nothing new was written');
+    const other = ok(await tree.baton([...args.slice(0, -1), 'all done']));
+    expect(other.stdout).toContain('at journal position 2');
+    expect(other.stdout).not.toContain('nothing new');
+  });
+
   it('answers a well-formed reference to nothing as not found (exit 1), not as a usage error', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['capture', '--scope', 'w', '--source-id', 'note', '--text', 'a note']));

@@ -218,8 +218,15 @@ ${transportHelp}`,
       ...(who ? { attribution: who } : {}),
     };
     const source_id = text(values, 'source-id') ?? stableSourceId('outcome', fields);
+    // The journal's head now: an outcome answered at or before it was stored by an earlier run.
+    const report = await transport.invoke('get_report', { scope_id, format: 'json' });
+    const before = 'selection' in report ? report.selection.position : 0;
     const result = await transport.invoke('record_task_outcome', { scope_id, source_id, ...fields });
-    context.print(result, () => render.outcome(result));
+    context.print(result, () =>
+      result.receipt.position <= before
+        ? `${render.outcome(result)}  already recorded exactly so: nothing new was written\n`
+        : render.outcome(result),
+    );
     if (!handoff_receipt_ref && context.values.json !== true) {
       const continuity = await transport.invoke('get_work_continuity', { scope_id });
       if (continuity.outcome_state === 'awaiting_outcome' && continuity.active_receipt_ref) {
