@@ -740,6 +740,23 @@ for (const backend of backends) {
         expect(again.continuity).toEqual(frozen.continuity);
         expect(JSON.stringify(again)).not.toContain('r-2');
         await expectBatonError(readWorkstreamReport(deps, { ...at, position: 999 }), 'invalid_input');
+        // Revision 2 cites its boundary, so no view of it was ever read through an earlier position.
+        await expectBatonError(
+          readWorkstreamReport(deps, { ...at, through: 2, position: 0 }),
+          'invalid_input',
+        );
+        await expectBatonError(
+          readWorkstreamReport(deps, { ...at, through: 2, position: frozen.selection.position }),
+          'invalid_input',
+        );
+        const latest = await readWorkstreamReport(deps, at);
+        expect(latest.selection.revision).toBe(2);
+        const exact = await readWorkstreamReport(deps, {
+          ...at,
+          through: latest.selection.revision,
+          position: latest.selection.position,
+        });
+        expect(exact.selection).toEqual(latest.selection);
       });
 
       it('checks the finalized handoff, size included, before storing the boundary', async () => {

@@ -4,6 +4,7 @@
  * revision head read after it already existed: nothing newer can leak into the view.
  */
 import { BatonError, isBatonError } from '../core/errors.ts';
+import { citationsOf, parsePreparedHandoff } from '../core/handoff/prepared.ts';
 import type { ScopeKey } from '../core/ledger/names.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -25,7 +26,32 @@ function bound(name: string, value: number | undefined, head: number): number {
   return value;
 }
 
-/** Freeze a scope now, or check an earlier frozen selection against what exists. */
+/**
+ * The latest journal position a revision's handoff cites in its own scope: that source was in
+ * the journal before the revision was committed, so a view of the revision read through an
+ * earlier position never existed. 0 when it cites nothing there.
+ */
+async function latestCited(deps: AppDeps, scope: ScopeKey, revision: number): Promise<number> {
+  const committed = await deps.store.getRevision(scope, revision);
+  const handoff = parsePreparedHandoff(
+    await deps.store.getPrepared(scope.project_id, committed.prepared_digest),
+  );
+  let latest = 0;
+  const seen = new Set<string>();
+  for (const { citation } of citationsOf(handoff)) {
+    if (citation.scope_id !== scope.scope_id || seen.has(citation.source_id)) continue;
+    seen.add(citation.source_id);
+    const entry = await deps.store.findSource(scope, citation.source_id);
+    if (entry !== undefined) latest = Math.max(latest, entry.position);
+  }
+  return latest;
+}
+
+/**
+ * Freeze a scope now, or check an earlier frozen selection against what exists: each bound by
+ * its head, and a revision given with a position no earlier than what that revision cites
+ * (`through=2&position=0` never existed once revision 2 cites a source).
+ */
 export async function freezeSelection(
   deps: AppDeps,
   scope: ScopeKey,
@@ -39,8 +65,20 @@ export async function freezeSelection(
     if (!isBatonError(error, 'not_found')) throw error;
   }
   const head = await deps.store.revisionHead(scope);
-  return {
+  const selection = {
     revision: bound('through', earlier.revision, head),
     position: bound('position', earlier.position, journal),
   };
+  if (earlier.position !== undefined && selection.revision > 0) {
+    const cited = await latestCited(deps, scope, selection.revision);
+    if (cited > selection.position) {
+      throw new BatonError(
+        'invalid_input',
+        `no view of revision ${selection.revision} was ever read through journal position ${selection.position}: ` +
+          `it cites position ${cited}; give the selection a report returned`,
+        { through: selection.revision, position: selection.position, cited_position: cited },
+      );
+    }
+  }
+  return selection;
 }
