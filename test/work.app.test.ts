@@ -92,9 +92,8 @@ for (const backend of backends) {
       await expectBatonError(
         work.createContract(deps, 'acme', { session_id: 's-1', ...definition, objective: '' }, model),
         'invalid_input',
-        {
-          rule: 'empty_objective',
-        },
+        // The schema says it, so the published document does too.
+        { issues: [{ path: 'objective', message: 'the objective is empty' }] },
       );
       await expectBatonError(
         work.createContract(deps, 'acme', { session_id: 's-1', items: 'nope' }, model),

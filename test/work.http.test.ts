@@ -263,7 +263,7 @@ for (const backend of backends) {
           { ...contractBody, contract_id: 'c2', objective: ' ', branch: true },
           422,
           'invalid_input',
-          { rule: 'empty_objective' },
+          { issues: [{ path: 'objective', message: 'the objective is empty' }] },
         ],
         [
           `${s}/contracts`,

@@ -25,7 +25,7 @@ import {
   type WorkContract,
   type WorkKind,
 } from '../core/continuity/records.ts';
-import { parseHandoffContent, preparedBody } from '../core/handoff/prepared.ts';
+import { parseHandoffContent, preparedBody, withBlockedRule } from '../core/handoff/prepared.ts';
 import { sealEntry, sealPrepared } from '../core/ledger/entry.ts';
 import { evidenceOf, exactTargetSchema } from '../core/handoff/resolution.ts';
 import type { JsonObject } from '../core/json.ts';
@@ -49,7 +49,7 @@ function inputSchema<S extends z.ZodRawShape>(fields: S) {
 }
 
 const workContractInput = inputSchema(workContractFields);
-const boundaryInput = inputSchema(boundaryFields);
+const boundaryInput = withBlockedRule(inputSchema(boundaryFields));
 const outcomeInput = inputSchema(outcomeFields);
 
 async function store<K extends WorkKind>(
@@ -199,7 +199,47 @@ export const acknowledgeFields = {
   receiver: z.string().max(200).optional(),
 };
 
-const acknowledgeInput = inputSchema(acknowledgeFields);
+const checkNames = ['live_workspace', 'capability', 'authorization'] as const;
+const allConfirmed =
+  'accepted needs live_workspace, capability and authorization all confirmed; otherwise record needs_clarification or declined with a reason';
+
+/**
+ * What an acknowledgement's status asks of the rest: accepted needs all three receiver checks
+ * confirmed; needs_clarification and declined need a reason that is not blank. The published
+ * schema states both with if/then/else, as the refinement checks them.
+ */
+export function withAcknowledgeRules<
+  S extends z.ZodType<{
+    status: string;
+    reason?: string | undefined;
+    receiver_checks: Record<(typeof checkNames)[number], string>;
+  }>,
+>(schema: S): S {
+  return schema
+    .superRefine((input, context) => {
+      if (input.status === 'accepted') {
+        for (const name of checkNames) {
+          if (input.receiver_checks[name] !== 'confirmed')
+            context.addIssue({ code: 'custom', path: ['receiver_checks', name], message: allConfirmed });
+        }
+      } else if (!input.reason?.trim()) {
+        context.addIssue({ code: 'custom', path: ['reason'], message: `${input.status} needs a reason` });
+      }
+    })
+    .meta({
+      if: { properties: { status: { const: 'accepted' } } },
+      then: {
+        properties: {
+          receiver_checks: {
+            properties: Object.fromEntries(checkNames.map((name) => [name, { const: 'confirmed' }])),
+          },
+        },
+      },
+      else: { required: ['reason'], properties: { reason: { pattern: '\\S' } } },
+    });
+}
+
+const acknowledgeInput = withAcknowledgeRules(inputSchema(acknowledgeFields));
 
 /**
  * The stored receipt, as the other three operations answer: its record names the exact
@@ -216,27 +256,8 @@ export type AcknowledgeResult = StoredWorkRecord<HandoffReceipt>;
  */
 export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise<AcknowledgeResult> {
   const { at, fields } = split(parseRecord(acknowledgeInput, input, 'acknowledgement'));
+  // A blank reason of an accepted receipt is no reason.
   const reason = fields.reason?.trim() ? fields.reason : undefined;
-  if (fields.status !== 'accepted' && !reason) {
-    throw new BatonError(
-      'invalid_input',
-      `acknowledgement is invalid at reason: ${fields.status} needs a reason`,
-      {
-        issues: [{ path: 'reason', message: `${fields.status} needs a reason` }],
-      },
-    );
-  }
-  if (fields.status === 'accepted') {
-    const missing = Object.entries(fields.receiver_checks).filter(([, value]) => value !== 'confirmed');
-    if (missing.length > 0) {
-      throw new BatonError(
-        'invalid_input',
-        `acknowledgement is invalid at receiver_checks.${missing[0]![0]}: accepted needs live_workspace, capability ` +
-          'and authorization all confirmed; otherwise record needs_clarification or declined with a reason',
-        { issues: missing.map(([name]) => ({ path: `receiver_checks.${name}`, message: 'not confirmed' })) },
-      );
-    }
-  }
   const target = fields.target;
   const request = { ...fields, reason, receiver: fields.receiver };
   const answers = (stored: HandoffReceipt) => answersAcknowledgement(stored, request);

@@ -18,7 +18,8 @@ import { readWorkRecord, workKinds, type WorkContract } from '../core/continuity
 import type { PreparedHandoff } from '../core/handoff/prepared.ts';
 import type { Digest } from '../core/canonical.ts';
 import type { Entry } from '../core/ledger/entry.ts';
-import { sourceRefSchema, type SourceReceipt, type SourceRef } from '../core/ledger/source.ts';
+import { scopeIdSchema } from '../core/ledger/names.ts';
+import type { SourceReceipt, SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
 import { readPreparedHandoff } from './handoffs.ts';
@@ -80,13 +81,14 @@ export async function listExperienceCandidates(
   return all;
 }
 
+/** The review's own fields are the stored record's, so the input promises what is stored. */
 export const reviewInput = z.strictObject({
   project_id: z.string(),
-  scope_id: z.string(),
-  candidate: sourceRefSchema,
-  decision: z.enum(['approved', 'rejected']),
-  note: z.string(),
-  reviewer: z.string().max(200).optional(),
+  scope_id: scopeIdSchema,
+  candidate: reviewSchema.shape.candidate.describe('A task outcome source in scope_id.'),
+  decision: reviewSchema.shape.decision,
+  note: reviewSchema.shape.note,
+  reviewer: reviewSchema.shape.reviewer,
 });
 
 /** A human review approves or rejects one candidate, once; the same review again is a no-op. */

@@ -7,13 +7,16 @@ import { z } from 'zod';
 import { workKinds } from '../core/continuity/records.ts';
 import { boundaryFields, outcomeFields, workContractFields } from '../core/continuity/records.ts';
 import { workstreamMarkdown, reportMarkdown } from '../core/handoff/report.ts';
+import { withBlockedRule } from '../core/handoff/prepared.ts';
 import { selectionSchema } from '../core/handoff/resolution.ts';
 import { jsonObjectSchema, jsonValueSchema } from '../core/json.ts';
 import { scopeIdSchema, sourceIdSchema } from '../core/ledger/names.ts';
+import { retractionReasonSchema } from '../core/ledger/source.ts';
 import { digestPattern } from '../core/canonical.ts';
 import {
   acknowledgeFields,
   acknowledgeHandoff,
+  withAcknowledgeRules,
   createWorkContract,
   handoffCurrentWork,
   readContinuity,
@@ -25,7 +28,7 @@ import { commitHandoff, continueHandoff } from './handoffs.ts';
 import { continuityMetrics } from './metrics.ts';
 import { readReport, readWorkstreamReport } from './report.ts';
 import { resultSchemas } from './results.ts';
-import { captureSource, retractSource, type CaptureSourceInput } from './sources.ts';
+import { captureSource, kindSchema, retractSource, type CaptureSourceInput } from './sources.ts';
 
 export type Access = 'read' | 'write';
 
@@ -66,7 +69,7 @@ export const operations: readonly Operation[] = [
     output: resultSchemas.capture_source,
     input: z.strictObject({
       ...where,
-      kind: z.string().optional(),
+      kind: kindSchema.optional(),
       content: jsonValueSchema,
       metadata: jsonObjectSchema.optional(),
     }),
@@ -80,7 +83,7 @@ export const operations: readonly Operation[] = [
     access: 'write',
     idempotent: true,
     output: resultSchemas.retract_source,
-    input: z.strictObject({ ...where, reason: z.string() }),
+    input: z.strictObject({ ...where, reason: retractionReasonSchema }),
     run: (deps, project_id, input) => retractSource(deps, { ...input, project_id }),
   }),
   operation({
@@ -102,7 +105,7 @@ export const operations: readonly Operation[] = [
     access: 'write',
     idempotent: true,
     output: resultSchemas.handoff_current_work,
-    input: z.strictObject({ ...where, ...boundaryFields }),
+    input: withBlockedRule(z.strictObject({ ...where, ...boundaryFields })),
     run: (deps, project_id, input) => handoffCurrentWork(deps, { ...input, project_id }),
   }),
   operation({
@@ -140,7 +143,7 @@ export const operations: readonly Operation[] = [
     access: 'write',
     idempotent: true,
     output: resultSchemas.acknowledge_handoff,
-    input: z.strictObject({ ...where, ...acknowledgeFields }),
+    input: withAcknowledgeRules(z.strictObject({ ...where, ...acknowledgeFields })),
     run: (deps, project_id, input) => acknowledgeHandoff(deps, { ...input, project_id }),
   }),
   operation({

@@ -19,9 +19,13 @@ export interface CaptureSourceInput {
   readonly metadata?: JsonObject;
 }
 
-const kindSchema = z
+/** A source's kind, as capture_source takes it; the kinds of the work records are refused (reservedKinds). */
+export const kindSchema = z
   .string()
-  .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a kind is 1-64 of a-z 0-9 - starting with a letter');
+  .regex(/^[a-z][a-z0-9-]{0,63}$/, 'a kind is 1-64 of a-z 0-9 - starting with a letter')
+  .describe(
+    `Stored as metadata.kind. ${reservedKinds.join(', ')} are refused: those records are written only by their own operation.`,
+  );
 
 /** Capture a source; the same content again returns the identical receipt, other content conflicts. */
 export async function captureSource(deps: AppDeps, input: CaptureSourceInput): Promise<SourceReceipt> {

@@ -13,6 +13,7 @@ import type { JsonValue } from '../core/json.ts';
 import type { Entry, EntryInput } from '../core/ledger/entry.ts';
 import { sessionIdSchema, type StreamKey } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
+import { nonBlankText } from '../core/text.ts';
 import { defaultWorkConfig, type WorkConfig } from '../core/work/config.ts';
 import { renderControlBlock } from '../core/work/control.ts';
 import {
@@ -77,7 +78,14 @@ export const startSessionFields = {
   contract_id: workIdSchema.optional(),
   work_item_id: workIdSchema.optional(),
   work_mode: z.enum(workModes).optional(),
-  workspace: z.string().min(1).max(4096).optional(),
+  workspace: z
+    .string()
+    .min(1)
+    .max(4096)
+    .regex(/^\//, 'a session workspace is an absolute path')
+    // eslint-disable-next-line no-control-regex -- no folder's name holds a control character (NUL above all)
+    .regex(/^[^\u0000-\u001f]*$/, 'a session workspace names a folder: no control characters')
+    .optional(),
   capabilities: sessionCapabilitiesSchema.optional(),
 };
 export type StartSessionInput = z.input<z.ZodObject<typeof startSessionFields>>;
@@ -90,18 +98,6 @@ async function sessionHeaderOf(
   input: StartSessionInput,
 ): Promise<SessionHeader> {
   const parsed = parseRecord(startSessionSchema, input, 'session');
-  if (parsed.workspace !== undefined && !parsed.workspace.startsWith('/')) {
-    throw new BatonError('invalid_input', 'a session workspace is an absolute path', {
-      workspace: parsed.workspace,
-      issues: [{ path: 'workspace', message: 'an absolute path' }],
-    });
-  }
-  // eslint-disable-next-line no-control-regex -- no folder's name holds a control character (NUL above all)
-  if (parsed.workspace !== undefined && /[\u0000-\u001f]/.test(parsed.workspace)) {
-    throw new BatonError('invalid_input', 'a session workspace names a folder: no control characters', {
-      issues: [{ path: 'workspace', message: 'no control characters' }],
-    });
-  }
   if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
   if (parsed.parent_session_id !== undefined) {
     await deps.store.getStream(sessionStream(project_id, parsed.parent_session_id));
@@ -452,11 +448,13 @@ function unresolved(contract: Pick<WorkContract, 'assumptions'>): string[] {
 
 /** A contract's definition as callers send it, held to the contract's own bounds from the start. */
 const definitionFields = {
-  objective: z.string().max(8000),
+  objective: nonBlankText(8000, 'the objective is empty'),
   constraints: z.array(constraintSchema).max(contractBounds.constraints).optional(),
   assumptions: z.array(assumptionSchema).max(contractBounds.assumptions).optional(),
   criteria: z.array(workCriterionSchema).max(contractBounds.criteria).optional(),
-  items: z.array(workItemDefinitionSchema).max(contractBounds.items),
+  items: z
+    .array(workItemDefinitionSchema.extend({ title: nonBlankText(400, 'an item needs a title') }))
+    .max(contractBounds.items),
   source_entry_id: z.string().max(200).optional(),
 };
 
@@ -483,6 +481,7 @@ export const confirmFields = {
       (answers) => new Set(answers.map((answer) => answer.assumption_id)).size === answers.length,
       'each assumption is answered at most once',
     )
+    .describe('Each assumption is answered at most once: no two resolutions name the same assumption_id.')
     .optional(),
 };
 export const reviseFields = { ...base, ...which, previous_revision: revision, ...definitionFields, reason };

@@ -91,13 +91,17 @@ function refineJson(value: unknown, context: z.RefinementCtx): void {
 export const jsonValueSchema = z.unknown().superRefine(refineJson) as unknown as z.ZodType<JsonValue>;
 
 /** A JSON object (not an array, not null). */
-export const jsonObjectSchema = z.unknown().superRefine((value, context) => {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    context.addIssue({ code: 'custom', message: 'expected a JSON object' });
-    return;
-  }
-  refineJson(value, context);
-}) as unknown as z.ZodType<JsonObject>;
+export const jsonObjectSchema = z
+  .unknown()
+  .superRefine((value, context) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      context.addIssue({ code: 'custom', message: 'expected a JSON object' });
+      return;
+    }
+    refineJson(value, context);
+  })
+  // What the refinement checks, as JSON Schema says it: the published document is made from this.
+  .meta({ type: 'object' }) as unknown as z.ZodType<JsonObject>;
 
 /** Freeze a value and everything in it: for values shared by every caller, which none may change. */
 export function deepFreeze<T>(value: T): T {

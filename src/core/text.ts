@@ -1,4 +1,21 @@
-/** Text for display: cut without breaking a character, shown without acting on a terminal. */
+/**
+ * Text for display: cut without breaking a character, shown without acting on a terminal; and
+ * the schema of text that must say something.
+ */
+import { z } from 'zod';
+
+/**
+ * Text that is not blank: at least one character that is not white space (`\S` is exactly what
+ * String#trim removes), at most `max` characters. A JSON Schema states all of it (minLength,
+ * maxLength, pattern), so the published document refuses what the server refuses.
+ */
+export function nonBlankText(max: number, message = 'must not be empty') {
+  return z
+    .string()
+    .min(1, { abort: true, message })
+    .max(max, `at most ${max} characters`)
+    .regex(/\S/, message);
+}
 
 /**
  * The first `length` UTF-16 units of text, one fewer when the cut would fall between the two

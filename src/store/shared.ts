@@ -17,7 +17,7 @@ import {
   type StreamKey,
 } from '../core/ledger/names.ts';
 import { checkExpectedHead } from '../core/ledger/revision.ts';
-import { sourceRefSchema, type SourceRef } from '../core/ledger/source.ts';
+import { retractionReasonSchema, sourceRefSchema, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type {
   NewSession,
@@ -67,24 +67,9 @@ export function checkSourceId(source_id: unknown): string {
   return parseRecord(sourceIdSchema, source_id, 'source_id');
 }
 
-function hasControlCharacter(text: string): boolean {
-  for (const char of text) {
-    const code = char.codePointAt(0)!;
-    if ((code < 0x20 && char !== '\n' && char !== '\t') || code === 0x7f) return true;
-  }
-  return false;
-}
-
 // Schemas are built once, at load: zod compiles a schema on its first parse, which costs more
 // than the parse itself.
-const reasonSchema = z
-  .string()
-  .trim()
-  .min(1)
-  .max(1000)
-  .refine((text) => !hasControlCharacter(text), 'a reason has no control characters')
-  // Stored as text, not as canonical JSON: SQLite and PostgreSQL would turn it into U+FFFD.
-  .refine((text) => text.isWellFormed(), 'a reason has no lone surrogate');
+const reasonSchema = z.string().trim().pipe(retractionReasonSchema);
 
 export function checkReason(reason: unknown): string {
   return parseRecord(reasonSchema, reason, 'retraction reason');

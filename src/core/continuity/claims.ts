@@ -7,14 +7,12 @@ import { z } from 'zod';
 import { BatonError } from '../errors.ts';
 import { sourceRefSchema, type SourceRef } from '../ledger/source.ts';
 import type { LocatedCitation } from '../handoff/prepared.ts';
+import { nonBlankText } from '../text.ts';
 
 export const claimLimits = { text: 4000, items: 64, citations: 32 } as const;
 
 export function workText(max: number = claimLimits.text) {
-  return z
-    .string()
-    .max(max, `at most ${max} characters`)
-    .refine((value) => value.trim().length > 0, 'must not be empty');
+  return nonBlankText(max);
 }
 
 export const textListSchema = z.array(workText()).max(claimLimits.items);
@@ -42,13 +40,21 @@ export function basisRule(
   }
 }
 
+/** The basis rule as the published JSON Schema states it. */
+export const basisRuleJsonSchema = {
+  if: { properties: { basis: { const: 'verified' } } },
+  then: { required: ['evidence'], properties: { evidence: { minItems: 1 } } },
+  else: { properties: { evidence: { maxItems: 0 } } },
+} as const;
+
 export const workClaimSchema = z
   .strictObject({
     text: workText(),
     basis: z.enum(['declared', 'verified']),
     evidence: evidenceSchema.default([]),
   })
-  .superRefine(basisRule);
+  .superRefine(basisRule)
+  .meta(basisRuleJsonSchema);
 
 export type WorkClaim = z.output<typeof workClaimSchema>;
 

@@ -11,6 +11,7 @@ import { recordSchema } from '../records.ts';
 import {
   attributionSchema,
   basisRule,
+  basisRuleJsonSchema,
   evidenceSchema,
   textListSchema,
   workClaimSchema,
@@ -129,7 +130,8 @@ export const outcomeCheckSchema = z
     basis: z.enum(['declared', 'verified']),
     evidence: evidenceSchema.default([]),
   })
-  .superRefine(basisRule);
+  .superRefine(basisRule)
+  .meta(basisRuleJsonSchema);
 
 export const outcomeFields = {
   objective: workText(2000),

@@ -60,33 +60,49 @@ export const blockedSchema = z.strictObject({
   impact: text(handoffLimits.text),
 });
 
+/**
+ * A blocked handoff carries `blocked` ({question, options, impact}), and only a blocked one: as a
+ * refinement, and as the published JSON Schema states it.
+ */
+export function withBlockedRule<S extends z.ZodType<{ disposition: Disposition; blocked?: unknown }>>(
+  schema: S,
+): S {
+  return schema
+    .superRefine((handoff, context) => {
+      if (handoff.disposition === 'blocked' && !handoff.blocked) {
+        context.addIssue({
+          code: 'custom',
+          path: ['blocked'],
+          message:
+            'a blocked handoff needs {question, options, impact}: return the decision to a human instead of guessing',
+        });
+      }
+      if (handoff.disposition !== 'blocked' && handoff.blocked) {
+        context.addIssue({
+          code: 'custom',
+          path: ['blocked'],
+          message: `blocked is only for disposition "blocked", not "${handoff.disposition}"`,
+        });
+      }
+    })
+    .meta({
+      if: { properties: { disposition: { const: 'blocked' } } },
+      then: { required: ['blocked'] },
+      else: { not: { required: ['blocked'] } },
+    });
+}
+
 /** What a caller gives to prepare a handoff; the scope and base revision come from the ledger. */
-export const handoffContentSchema = z
-  .strictObject({
+export const handoffContentSchema = withBlockedRule(
+  z.strictObject({
     objective: text(handoffLimits.objective),
     disposition: z.enum(dispositions),
     statements: z.array(statementSchema).max(handoffLimits.statements).default([]),
     next_action: nextActionSchema,
     omissions: z.array(text(handoffLimits.text)).max(handoffLimits.omissions).default([]),
     blocked: blockedSchema.optional(),
-  })
-  .superRefine((handoff, context) => {
-    if (handoff.disposition === 'blocked' && !handoff.blocked) {
-      context.addIssue({
-        code: 'custom',
-        path: ['blocked'],
-        message:
-          'a blocked handoff needs {question, options, impact}: return the decision to a human instead of guessing',
-      });
-    }
-    if (handoff.disposition !== 'blocked' && handoff.blocked) {
-      context.addIssue({
-        code: 'custom',
-        path: ['blocked'],
-        message: `blocked is only for disposition "blocked", not "${handoff.disposition}"`,
-      });
-    }
-  });
+  }),
+);
 
 export type HandoffContent = z.output<typeof handoffContentSchema>;
 

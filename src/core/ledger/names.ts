@@ -31,8 +31,8 @@ export const storedSessionIdSchema = z
  * paths (/v1/sessions/<id>/work), where every URL parser removes such a segment, even
  * percent-encoded.
  */
-export const sessionIdSchema = storedSessionIdSchema.refine(
-  (id) => id !== '.' && id !== '..',
+export const sessionIdSchema = storedSessionIdSchema.regex(
+  /^(?!\.\.?$)/,
   'a session id is not "." or "..", which no URL path can name',
 );
 

@@ -17,6 +17,20 @@ export const sourceRefSchema = z.strictObject({
 
 export type SourceRef = Readonly<z.infer<typeof sourceRefSchema>>;
 
+/**
+ * Why a source was retracted: not blank, at most 1,000 characters, no control character but tab
+ * and line feed, no lone surrogate (stored as text, where SQLite and PostgreSQL would turn one
+ * into U+FFFD). The stores hold the reason to it trimmed.
+ */
+export const retractionReasonSchema = z
+  .string()
+  .min(1, { abort: true, message: 'a reason is not blank' })
+  .max(1000)
+  .regex(/\S/, 'a reason is not blank')
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  .regex(/^[^\u0000-\u0008\u000b-\u001f\u007f]*$/, 'a reason has no control characters')
+  .refine((text) => text.isWellFormed(), 'a reason has no lone surrogate');
+
 /** WorkSourceReceipt: the exact ref, the journal position and the canonical digest. */
 export interface SourceReceipt {
   readonly source_ref: SourceRef;
