@@ -512,10 +512,15 @@ describe('baton CLI in a Git work tree', () => {
     expect(committed.revision.revision).toBe(1);
     // eslint-disable-next-line no-control-regex -- the control characters that must not reach the terminal
     const controls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
-    for (const args of [['report'], ['continue'], ['handoff', hostile, '--no-commit']]) {
-      const shown = ok(await tree.baton(args));
+    // The report is Markdown, where stored punctuation is backslash-escaped to show literally.
+    for (const [args, deploy] of [
+      [['report'], 'Deploy \\\\u001b\\[31mnow'],
+      [['continue'], 'Deploy \\u001b[31mnow'],
+      [['handoff', hostile, '--no-commit'], 'Deploy \\u001b[31mnow'],
+    ] as const) {
+      const shown = ok(await tree.baton([...args]));
       expect(shown.stdout, args.join(' ')).not.toMatch(controls);
-      expect(shown.stdout).toContain('Deploy \\u001b[31mnow');
+      expect(shown.stdout).toContain(deploy);
       expect(shown.stdout).toContain('\\u202eevil');
     }
     const json = parsed<{ next_action: { text: string } }>(await tree.baton(['continue', '--json']));

@@ -612,8 +612,8 @@ for (const backend of backends) {
         expect(markdown).toContain('No handoff has been committed here yet.');
         expect(markdown).toContain('## Work recorded so far');
         expect(markdown).toContain('Transfer: **not_applicable** · outcome: **not_expected**');
-        const contract = markdown.indexOf('| work-contract | Import the CSV |');
-        const failed = markdown.indexOf('| task-outcome (failed) | The import stopped at row 12 |');
+        const contract = markdown.indexOf('| work\\-contract | Import the CSV |');
+        const failed = markdown.indexOf('| task\\-outcome (failed) | The import stopped at row 12 |');
         expect(contract).toBeGreaterThan(0);
         expect(failed).toBeGreaterThan(contract);
         expect(markdown).toContain('grant no authority');

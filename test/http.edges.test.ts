@@ -308,7 +308,8 @@ describe('edges of the HTTP surface', () => {
     expect(markdown.status).toBe(200);
     // eslint-disable-next-line no-control-regex -- the control characters a terminal would act on
     expect(markdown.text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
-    expect(markdown.text).toContain('Deploy \\u001b[31mnow');
+    // Markdown escapes the stored punctuation (the escape's backslash, the bracket) to show it literally.
+    expect(markdown.text).toContain('Deploy \\\\u001b\\[31mnow');
     const json = await send('/v1/work/report?scope_id=hostile');
     expect(JSON.stringify(JSON.parse(json.text))).toContain(JSON.stringify(hostile).slice(1, -1));
   });

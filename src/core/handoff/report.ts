@@ -1,13 +1,14 @@
 /**
  * The Handoff Report projection: per workstream, the frozen selection (the committed head when
  * it was read), the revision count through it, the current committed handoff and the latest
- * 20 revision summaries, latest first. Plus the human Markdown view of it.
+ * 20 revision summaries, latest first. Plus the human Markdown view of it, in which every stored
+ * value passes through literal(): it shows as text and makes no Markdown structure.
  */
 import type { Digest } from '../canonical.ts';
 import type { WorkContinuity } from '../continuity/projection.ts';
 import type { Revision } from '../ledger/revision.ts';
 import type { Disposition, PreparedHandoff } from './prepared.ts';
-import { visibleControls } from '../text.ts';
+import { literal } from '../markdown.ts';
 
 export const reportRevisionLimit = 20;
 
@@ -57,25 +58,8 @@ export function summarize(revision: Revision, handoff: PreparedHandoff, through:
   };
 }
 
-/** One line of Markdown text: no line breaks, no table pipes, no raw HTML. */
-function inline(text: string): string {
-  return text
-    .replace(/\s*\n\s*/g, ' ')
-    .replace(/[|<>]/g, (char) => `\\${char}`)
-    .trim();
-}
-
-function quote(text: string): string {
-  return text
-    .split('\n')
-    .map((line) => `> ${line.replace(/[<>]/g, (char) => `\\${char}`)}`)
-    .join('\n');
-}
-
 function cites(citations: readonly { source_id: string }[]): string {
-  return citations.length === 0
-    ? ''
-    : ` _(cites ${citations.map((c) => `\`${inline(c.source_id)}\``).join(', ')})_`;
+  return citations.length === 0 ? '' : ` _(cites ${citations.map((c) => literal(c.source_id)).join(', ')})_`;
 }
 
 /** The workstream's four kinds of work record in journal order, with its transfer and outcome state. */
@@ -96,21 +80,25 @@ function afterward(continuity: WorkstreamReport['continuity'], title: string): s
     '| --- | --- | --- |',
     ...continuity.timeline.map(
       (event) =>
-        `| ${event.position} | ${event.kind}${event.status ? ` (${event.status})` : ''} | ${inline(event.summary)} |`,
+        `| ${event.position} | ${literal(event.kind)}${event.status ? ` (${literal(event.status)})` : ''} | ${literal(event.summary)} |`,
     ),
     '',
   );
   return lines;
 }
 
-/** workstreamMarkdown before its stored text is made safe to show. */
-function workstreamLines(report: WorkstreamReport): string {
+/**
+ * The human view of one workstream: next action and omissions first, impossible to miss. Stored
+ * text is shown, never acted on (literal): it cannot drive a terminal, reorder what its reader
+ * sees, or add a heading, link, image, HTML, list, quote or table cell to the report.
+ */
+export function workstreamMarkdown(report: WorkstreamReport): string {
   const lines: string[] = [];
   const current = report.current;
   if (!current) {
     // The contract, receipts and outcomes recorded so far are shown all the same.
     lines.push(
-      `# Workstream \`${inline(report.scope_id)}\``,
+      `# Workstream ${literal(report.scope_id)}`,
       '',
       'No handoff has been committed here yet.',
       '',
@@ -124,38 +112,38 @@ function workstreamLines(report: WorkstreamReport): string {
   }
   const handoff = current.handoff;
   lines.push(
-    `# Handoff: ${inline(handoff.objective)}`,
+    `# Handoff: ${literal(handoff.objective)}`,
     '',
-    `Workstream \`${inline(report.scope_id)}\` · revision ${current.revision} of ${report.revision_count} · ` +
-      `disposition **${handoff.disposition}**`,
+    `Workstream ${literal(report.scope_id)} · revision ${current.revision} of ${report.revision_count} · ` +
+      `disposition **${literal(handoff.disposition)}**`,
     '',
     '## Next action',
     '',
-    quote(handoff.next_action.text) + cites(handoff.next_action.citations),
+    `> ${literal(handoff.next_action.text)}` + cites(handoff.next_action.citations),
     '',
   );
   if (handoff.blocked) {
     lines.push(
       '## Decision needed: this work is blocked',
       '',
-      `**Question:** ${inline(handoff.blocked.question)}`,
+      `**Question:** ${literal(handoff.blocked.question)}`,
       '',
       '**Options:**',
       '',
-      ...handoff.blocked.options.map((option, index) => `${index + 1}. ${inline(option)}`),
+      ...handoff.blocked.options.map((option, index) => `${index + 1}. ${literal(option)}`),
       '',
-      `**Impact:** ${inline(handoff.blocked.impact)}`,
+      `**Impact:** ${literal(handoff.blocked.impact)}`,
       '',
     );
   }
   lines.push('## Not included (omissions)', '');
   if (handoff.omissions.length === 0) lines.push('None declared.');
-  else lines.push(...handoff.omissions.map((omission) => `- **${inline(omission)}**`));
+  else lines.push(...handoff.omissions.map((omission) => `- **${literal(omission)}**`));
   lines.push('', '## Where the work stands', '');
   if (handoff.statements.length === 0) lines.push('No statements.');
   for (const statement of handoff.statements) {
     lines.push(
-      `- ${statement.basis === 'verified' ? 'Cited' : 'Declared'}: ${inline(statement.text)}${cites(statement.citations)}`,
+      `- ${statement.basis === 'verified' ? 'Cited' : 'Declared'}: ${literal(statement.text)}${cites(statement.citations)}`,
     );
   }
   lines.push(
@@ -166,7 +154,7 @@ function workstreamLines(report: WorkstreamReport): string {
     '| --- | --- | --- | --- |',
     ...report.revisions.map(
       (summary) =>
-        `| ${summary.revision}${summary.current ? ' (this one)' : ''} | ${summary.disposition} | ${inline(summary.objective)} | ${inline(summary.next_action)} |`,
+        `| ${summary.revision}${summary.current ? ' (this one)' : ''} | ${literal(summary.disposition)} | ${literal(summary.objective)} | ${literal(summary.next_action)} |`,
     ),
     '',
   );
@@ -184,17 +172,8 @@ function workstreamLines(report: WorkstreamReport): string {
   return lines.join('\n');
 }
 
-/**
- * The human view of one workstream: next action and omissions first, impossible to miss. Stored
- * text is shown, never acted on: control characters and bidirectional overrides become escapes
- * (visibleControls), so a handoff cannot drive the terminal or reorder what its reader sees.
- */
-export function workstreamMarkdown(report: WorkstreamReport): string {
-  return visibleControls(workstreamLines(report));
-}
-
 export function reportMarkdown(report: HandoffReport): string {
-  const header = [`# Handoff Report: project \`${inline(report.project_id)}\``, ''];
+  const header = [`# Handoff Report: project ${literal(report.project_id)}`, ''];
   if (report.workstreams.length === 0) return [...header, 'No workstreams yet.', ''].join('\n');
   return [
     ...header,

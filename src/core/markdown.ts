@@ -1,0 +1,26 @@
+/**
+ * Stored text as CommonMark/GFM that shows it literally: whatever it holds, it renders as its own
+ * characters and never as structure (a heading, link, image, HTML, emphasis, code, list, quote or
+ * table cell), wherever on a line of Markdown it is placed.
+ */
+import { visibleControls } from './text.ts';
+
+/** The ASCII punctuation characters CommonMark lets a backslash escape: all of them. */
+const punctuation = /[!-/:-@[-`{-~]/g;
+
+/** What a line break in a value is shown as: one line of Markdown cannot hold two lines of text. */
+export const lineBreakMark = '⏎';
+
+/**
+ * `text` as inline Markdown. Leading and trailing whitespace goes (Markdown would drop it, and it
+ * would undo the emphasis around a value); control characters and bidirectional overrides become
+ * escapes (visibleControls); each line break becomes ⏎ so no value starts a block or leaves its
+ * table cell; and every ASCII punctuation character is backslash-escaped, which CommonMark
+ * defines as that character, literally. With `:`, `.` and `@` escaped, GFM's bare-URL, www. and
+ * e-mail autolinks find nothing to link either.
+ */
+export function literal(text: string): string {
+  return visibleControls(text.trim())
+    .replace(/\n/g, lineBreakMark)
+    .replace(punctuation, (char) => `\\${char}`);
+}
