@@ -8,7 +8,7 @@
  */
 /* eslint-disable @typescript-eslint/no-unsafe-member-access -- the document and reply bodies are parsed JSON */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,17 +19,8 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Schema = Record<string, unknown>;
 type Validate = ((data: unknown) => boolean) & { errors?: unknown };
 
-/**
- * Ajv 8's JSON Schema 2020-12 validator, as the MCP SDK (a dependency) brings it: the Ajv at the
- * top of node_modules is ESLint's Ajv 6, which knows no 2020-12.
- */
+/** A JSON Schema 2020-12 validator (Ajv 8), formats not checked: the document's shape is the point. */
 function jsonSchemaValidator(): { compile(schema: Schema): Validate } {
-  const fromSdk = createRequire(
-    createRequire(import.meta.url).resolve('@modelcontextprotocol/sdk/validation/ajv'),
-  );
-  const { Ajv2020 } = fromSdk('ajv/dist/2020') as {
-    Ajv2020: new (options: Record<string, unknown>) => { compile(schema: Schema): Validate };
-  };
   return new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
 }
 
