@@ -168,8 +168,17 @@ export const operations: readonly Operation[] = [
     input: z
       .strictObject({
         scope_id: scopeIdSchema.optional(),
-        through: revision.optional(),
-        position: revision.optional(),
+        through: revision
+          .optional()
+          .describe(
+            'Read through this revision, with scope_id (refused without it); a selection a report returned.',
+          ),
+        position: revision
+          .optional()
+          .describe(
+            'Read the journal through this position, with scope_id and through (refused without scope_id); ' +
+              'at least the latest position the revision cites.',
+          ),
         format: z.enum(['json', 'markdown']).default('json'),
       })
       .superRefine((input, context) => {
