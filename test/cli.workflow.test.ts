@@ -628,39 +628,10 @@ describe('baton CLI in a Git work tree', () => {
   it('answers a well-formed reference to nothing as not found (exit 1), not as a usage error', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['capture', '--scope', 'w', '--source-id', 'note', '--text', 'a note']));
+    const outcome = ['outcome', '--scope', 'w', '--status', 'failed', '--summary', 's', '--objective', 'o'];
     for (const [args, message] of [
-      [
-        [
-          'outcome',
-          '--scope',
-          'w',
-          '--status',
-          'failed',
-          '--summary',
-          's',
-          '--receipt',
-          'ghost',
-          '--objective',
-          'o',
-        ],
-        '--receipt ghost: no work record',
-      ],
-      [
-        [
-          'outcome',
-          '--scope',
-          'w',
-          '--status',
-          'failed',
-          '--summary',
-          's',
-          '--receipt',
-          'active',
-          '--objective',
-          'o',
-        ],
-        'has no receipt',
-      ],
+      [[...outcome, '--receipt', 'ghost'], '--receipt ghost: no work record'],
+      [[...outcome, '--receipt', 'active'], 'has no receipt'],
       [
         ['experience', 'review', 'ghost', '--scope', 'w', '--decision', 'approved', '--note', 'n'],
         'no experience candidate ghost',

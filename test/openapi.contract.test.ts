@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type HttpHarness, type Reply } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
+import { contractBody } from './helpers/work-surface.ts';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Schema = Record<string, unknown>;
@@ -311,19 +312,8 @@ describe('the OpenAPI document states what the server enforces', () => {
       capabilities: { write: true, tools: ['lint'], flows: ['deploy'], capabilities: ['net'] },
     });
     const s = '/v1/sessions/s1/work';
-    const criteria: Json = [
-      {
-        criterion_id: 'tests',
-        statement: 'the login tests pass',
-        kind: { type: 'shell', command: 'npm test' },
-      },
-      {
-        criterion_id: 'style',
-        statement: 'the form reads well',
-        kind: { type: 'semantic', statement: 'the form reads well' },
-        required: false,
-      },
-    ];
+    // The work surface's own criteria: a shell one and an optional semantic one.
+    const criteria = contractBody.criteria as Json;
     const items: Json = [
       {
         item_id: 'code',
