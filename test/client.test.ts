@@ -383,6 +383,23 @@ describe('typed client', () => {
     }
   });
 
+  it('refuses a base URL with a user name or password as invalid_input, repeating neither', () => {
+    for (const baseUrl of [
+      'http://ann:hunter2@127.0.0.1:9',
+      'https://hunter2@baton.test/',
+      'ann:hunter2@127.0.0.1',
+    ]) {
+      let thrown: unknown;
+      try {
+        createClient({ baseUrl, token });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, baseUrl).toMatchObject({ code: 'invalid_input' });
+      expect(JSON.stringify(thrown) + String(thrown), baseUrl).not.toContain('hunter2');
+    }
+  });
+
   it('keeps a path prefix of the base URL and maps a bare error status to a code', async () => {
     const seen: string[] = [];
     const answer =

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { systemClock } from '../core/clock.ts';
 import { BatonError } from '../core/errors.ts';
 import { scopeIdSchema } from '../core/ledger/names.ts';
-import { httpUrl } from '../core/urls.ts';
+import { serverAddressProblem } from '../core/urls.ts';
 import {
   findDefaultSqlite,
   openStore,
@@ -40,18 +40,8 @@ export interface ServerConnection {
  * fetch refuses such a URL), and no message repeats what came before its `@`.
  */
 function serverUrl(given: string): string {
-  const url = httpUrl(given);
-  const shown = JSON.stringify(given.includes('@') ? `…@${given.slice(given.lastIndexOf('@') + 1)}` : given);
-  if (!url) {
-    throw new UsageError(
-      `--server (or BATON_SERVER) takes an http:// or https:// URL such as http://127.0.0.1:4680, not ${shown}`,
-    );
-  }
-  if (url.username !== '' || url.password !== '') {
-    throw new UsageError(
-      `--server (or BATON_SERVER) takes no user name or password (the token authenticates): drop what comes before @ in ${shown}`,
-    );
-  }
+  const problem = serverAddressProblem(given);
+  if (problem !== undefined) throw new UsageError(`--server (or BATON_SERVER) ${problem}`);
   return given;
 }
 

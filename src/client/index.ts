@@ -11,7 +11,7 @@ import { findOperation, operations } from '../app/operations.ts';
 import { batonApiHeader, batonApiVersion, bodyLimit } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
 import { checkedAnswer, describeFailure as describe, errorOf, parseJson as parse } from './errors.ts';
-import { httpUrl } from '../core/urls.ts';
+import { serverAddressProblem, shownAddress } from '../core/urls.ts';
 import type { OperationId, OperationInput, OperationResult, ReportInput, ReportResult } from './types.ts';
 import type { WorkEventMessage } from '../core/work/live.ts';
 import { workEvents, type WorkEventsInput, type WorkEventsOptions } from './events.ts';
@@ -94,17 +94,11 @@ function queryOf(input: Readonly<Record<string, unknown>>): string {
 /** The server's address as a URL; anything but http(s) is refused as invalid_input. */
 function serverBase(baseUrl: string | URL): URL {
   const given = String(baseUrl);
-  const base = httpUrl(given);
-  if (!base) {
-    throw new BatonError(
-      'invalid_input',
-      `baseUrl must be an http:// or https:// URL, not ${JSON.stringify(given)}`,
-      {
-        baseUrl: given,
-      },
-    );
+  const problem = serverAddressProblem(given);
+  if (problem !== undefined) {
+    throw new BatonError('invalid_input', `baseUrl ${problem}`, { baseUrl: shownAddress(given) });
   }
-  return base;
+  return new URL(given);
 }
 
 /** A client for one server and token. */
