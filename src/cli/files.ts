@@ -60,7 +60,7 @@ async function readStdin(): Promise<string> {
   return utf8(Buffer.concat(chunks), 'standard input');
 }
 
-export async function readInputFile(path: string): Promise<string> {
+async function readInputFile(path: string): Promise<string> {
   const handle = await open(path, 'r');
   try {
     const buffer = Buffer.alloc(bodyLimit + 1);
