@@ -308,6 +308,28 @@ describe('baton CLI in a Git work tree', () => {
     ok(await tree.baton(['handoff', 'same project', '--project', 'default']));
   });
 
+  it('warns when binding to a project the database does not hold, and names the ones it does', async () => {
+    // Before any database, binding first and creating the project after is a way to start.
+    const first = ok(await tree.baton(['bind', 'early', '--project', 'billing']));
+    expect(first.stderr).toBe('');
+    const created = ok(await tree.baton(['init']));
+    expect(created.stdout).toContain('Project billing ready');
+    ok(await tree.baton(['unbind']));
+    // `baton init --project billing` then `baton bind w`: the binding says project default.
+    const init = ok(await tree.baton(['init', '--project', 'shipping']));
+    expect(init.stdout).toContain('baton bind SCOPE_ID --project shipping');
+    const bound = ok(await tree.baton(['bind', 'w']));
+    expect(bound.stdout).toContain('Bound this work tree to workstream w of project default');
+    expect(bound.stderr).toContain('project default does not exist in');
+    expect(bound.stderr).toContain('projects there: billing, shipping');
+    expect(bound.stderr).toContain('baton bind w --project billing');
+    const json = ok(await tree.baton(['bind', 'w', '--project', 'nowhere', '--json']));
+    expect(JSON.parse(json.stdout)).toMatchObject({ binding: { project_id: 'nowhere', scope_id: 'w' } });
+    expect(json.stderr).toContain('project nowhere does not exist');
+    const fine = ok(await tree.baton(['bind', 'w', '--project', 'shipping']));
+    expect(fine.stderr).toBe('');
+  });
+
   it('says outside a Git work tree that there is no binding to show, exit 1', async () => {
     const outside = join(tree.dir, 'outside');
     mkdirSync(outside, { recursive: true });

@@ -84,6 +84,12 @@ function otherProjectBinding(binding: Binding | undefined, project: string | und
   return binding !== undefined && project !== undefined && project !== binding.project_id;
 }
 
+/** The database a command works on, for people: "SQLite PATH" or "PostgreSQL" (never its URL). */
+export function databaseName(context: Context): string {
+  const location = context.location();
+  return location.backend === 'sqlite' ? `SQLite ${location.path}` : 'PostgreSQL';
+}
+
 export function createContext(
   values: Values,
   positionals: readonly string[],

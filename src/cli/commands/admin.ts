@@ -18,6 +18,7 @@ import {
   checkedProject,
   common,
   databaseHelp,
+  defaultProject,
   projectHelp,
   projectOption,
   text,
@@ -26,17 +27,13 @@ import {
   type Command,
   type Options,
 } from '../command.ts';
-import type { Context } from '../context.ts';
+import { gitDir } from '../binding.ts';
+import { databaseName, type Context } from '../context.ts';
 import { appDeps, commandConfig, configHelp, configOption } from '../config.ts';
 import { printStatus } from './ledger.ts';
 
 async function deps(context: Context): Promise<AppDeps> {
   return { store: await context.store(), clock: systemClock };
-}
-
-function where(context: Context): string {
-  const location = context.location();
-  return location.backend === 'sqlite' ? `SQLite ${location.path}` : 'PostgreSQL';
 }
 
 function tokenLines(token: CreatedToken): string {
@@ -119,6 +116,25 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
   context.io.err('stopped.\n');
 }
 
+/**
+ * In a Git work tree, the two commands that start a workstream there: bind it (unless it is
+ * bound to this project already), then the first one-line handoff. Nothing outside one.
+ */
+async function firstSteps(context: Context, project_id: string): Promise<string[]> {
+  if ((await gitDir(context.cwd)) === undefined) return [];
+  // A damaged binding is for bind and unbind to report; the project exists either way.
+  const bound = await context.binding().catch(() => undefined);
+  const bind =
+    bound?.project_id === project_id
+      ? []
+      : [
+          `  baton bind SCOPE_ID${project_id === defaultProject ? '' : ` --project ${project_id}`}`.padEnd(
+            54,
+          ) + "# this work tree's workstream",
+        ];
+  return [...bind, '  baton handoff "Where the work stands"'.padEnd(54) + '# its next revision'];
+}
+
 const init: Command = {
   createsDatabase: true,
   summary: 'create a project and a token for it; prints the token once',
@@ -137,11 +153,13 @@ ${databaseHelp}`,
       project_id,
       label: text(context.values, 'label') ?? 'baton init',
     });
+    const start = await firstSteps(context, project_id);
     context.print({ project, token }, () =>
       [
-        `Project ${project_id} ready in ${where(context)}.`,
+        `Project ${project_id} ready in ${databaseName(context)}.`,
         tokenLines(token),
         'Next:',
+        ...start,
         '  baton serve                                         # the HTTP API on 127.0.0.1',
         `  baton report --server http://127.0.0.1:PORT --token ${token.token.slice(0, 12)}…`,
         '',
@@ -248,7 +266,7 @@ ${databaseHelp}`,
   async run(context) {
     await serveUntilStopped(
       context,
-      (url) => `Baton serving on ${url} (${where(context)}); stop with Ctrl-C\n`,
+      (url) => `Baton serving on ${url} (${databaseName(context)}); stop with Ctrl-C\n`,
     );
   },
 };
@@ -302,7 +320,7 @@ ${databaseHelp}`,
     await serveUntilStopped(context, (url) =>
       [
         `Baton is running at ${url}`,
-        `  database ${where(context)}, project ${project_id}`,
+        `  database ${databaseName(context)}, project ${project_id}`,
         token
           ? tokenLines(token)
           : `Project ${project_id} has ${live.length} token(s) already; their secrets were shown when created.\n` +

@@ -5,7 +5,46 @@
 import { scopeIdSchema } from '../../core/ledger/names.ts';
 import { BatonError } from '../../core/errors.ts';
 import { gitDir, readBinding, removeBinding, writeBinding } from '../binding.ts';
-import { checkedProject, common, projectHelp, projectOption, UsageError, type Command } from '../command.ts';
+import {
+  checkedProject,
+  common,
+  defaultProject,
+  projectHelp,
+  projectOption,
+  UsageError,
+  type Command,
+} from '../command.ts';
+import { databaseName, type Context } from '../context.ts';
+
+/**
+ * A warning when the local database exists and holds no project project_id: `baton init
+ * --project billing` then `baton bind w` binds to project default, and every later command
+ * would fail with "project default does not exist". Binding first and creating the project
+ * after stays possible, so this warns and refuses nothing. No check on a server, whose token
+ * decides the project, nor when no database is there yet.
+ */
+async function missingProject(
+  context: Context,
+  project_id: string,
+  scope_id: string,
+): Promise<string | undefined> {
+  if (context.io.env.BATON_SERVER) return undefined;
+  let projects: string[];
+  try {
+    projects = (await (await context.store()).listProjects()).map((project) => project.project_id);
+  } catch {
+    return undefined;
+  }
+  if (projects.includes(project_id)) return undefined;
+  const others = projects.slice(0, 10);
+  return [
+    `warning: project ${project_id} does not exist in ${databaseName(context)} yet: commands here will fail until it does`,
+    others.length === 0
+      ? `  create it with: baton init${project_id === defaultProject ? '' : ` --project ${project_id}`}`
+      : `  projects there: ${others.join(', ')}${projects.length > others.length ? ', …' : ''}; bind to one with: baton bind ${scope_id} --project ${others[0]!}`,
+    '',
+  ].join('\n');
+}
 
 const bind: Command = {
   positionals: true,
@@ -49,6 +88,8 @@ ${projectHelp}
       bound_at: new Date().toISOString(),
     };
     const path = await writeBinding(context.cwd, binding);
+    const missing = await missingProject(context, project_id, scope_id);
+    if (missing !== undefined) context.io.err(missing);
     context.print({ binding, path }, () =>
       [
         `Bound this work tree to workstream ${scope_id} of project ${project_id}.`,
