@@ -759,6 +759,40 @@ for (const backend of backends) {
         expect(exact.selection).toEqual(latest.selection);
       });
 
+      it('never freezes a selection it would refuse, when a handoff lands between its two reads', async () => {
+        await send('b-1');
+        // The journal head is read first; a one-line handoff (its boundary source, then revision
+        // 2) commits before the revision head is read.
+        let raced = false;
+        const store = new Proxy(deps.store, {
+          get(target, name, receiver) {
+            const value: unknown = Reflect.get(target, name, receiver);
+            if (typeof value !== 'function') return value;
+            // The stores keep private fields: call their methods on the store itself.
+            if (name !== 'revisionHead') return (value as (...args: unknown[]) => unknown).bind(target);
+            return async (...args: unknown[]) => {
+              if (!raced) {
+                raced = true;
+                await send('b-2');
+              }
+              return Reflect.apply(value, target, args) as unknown;
+            };
+          },
+        });
+        const frozen = await readWorkstreamReport({ ...deps, store }, at);
+        expect(raced).toBe(true);
+        expect(frozen.selection.revision).toBe(2);
+        // The view of revision 2 includes the boundary source it cites, and reads again as it was.
+        const timeline = JSON.stringify(frozen.continuity);
+        expect(timeline).toContain('b-2');
+        const again = await readWorkstreamReport(deps, {
+          ...at,
+          through: frozen.selection.revision,
+          position: frozen.selection.position,
+        });
+        expect(again.continuity).toEqual(frozen.continuity);
+      });
+
       it('checks the finalized handoff, size included, before storing the boundary', async () => {
         // A boundary just under the entry limit whose Prepared Handoff, citing it 65 more times, is over it.
         const long = (await captureSource(deps, { ...at, source_id: 'l'.repeat(250), content: 'x' }))

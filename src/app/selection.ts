@@ -47,6 +47,46 @@ async function latestCited(deps: AppDeps, scope: ScopeKey, revision: number): Pr
   return latest;
 }
 
+/** The scope's journal head: 0 before its first entry. */
+async function journalHead(deps: AppDeps, scope: ScopeKey): Promise<number> {
+  try {
+    return (await deps.store.getStream({ ...scope, kind: 'scope' })).head;
+  } catch (error) {
+    if (!isBatonError(error, 'not_found')) throw error;
+    return 0;
+  }
+}
+
+/** How often freezing reads both heads again when a handoff lands between the two reads. */
+const freezeAttempts = 5;
+
+/**
+ * Both heads now: the journal's first, then the revision head. A handoff that stores its
+ * boundary and commits between the two reads would give a revision whose cited source lies
+ * beyond the position; then both are read again (the journal head unchanged across the
+ * revision read, or a revision citing nothing beyond the position, is consistent).
+ */
+async function freezeNow(deps: AppDeps, scope: ScopeKey): Promise<Selection> {
+  for (let attempt = 1; ; attempt++) {
+    const position = await journalHead(deps, scope);
+    const revision = await deps.store.revisionHead(scope);
+    if (
+      revision === 0 ||
+      (await journalHead(deps, scope)) === position ||
+      (await latestCited(deps, scope, revision)) <= position
+    ) {
+      return { revision, position };
+    }
+    if (attempt === freezeAttempts) {
+      throw new BatonError(
+        'conflict',
+        `workstream ${scope.scope_id} changed ${freezeAttempts} times while its view was being frozen; try again`,
+        { scope_id: scope.scope_id },
+      );
+    }
+  }
+}
+
 /**
  * Freeze a scope now, or check an earlier frozen selection against what exists: each bound by
  * its head, and a revision given with a position no earlier than what that revision cites
@@ -58,16 +98,10 @@ export async function freezeSelection(
   earlier: { revision?: number; position?: number } = {},
 ): Promise<Selection> {
   await deps.store.getProject(scope.project_id);
-  let journal = 0;
-  try {
-    journal = (await deps.store.getStream({ ...scope, kind: 'scope' })).head;
-  } catch (error) {
-    if (!isBatonError(error, 'not_found')) throw error;
-  }
-  const head = await deps.store.revisionHead(scope);
+  const now = await freezeNow(deps, scope);
   const selection = {
-    revision: bound('through', earlier.revision, head),
-    position: bound('position', earlier.position, journal),
+    revision: bound('through', earlier.revision, now.revision),
+    position: bound('position', earlier.position, now.position),
   };
   if (earlier.position !== undefined && selection.revision > 0) {
     const cited = await latestCited(deps, scope, selection.revision);
