@@ -235,6 +235,12 @@ describe('baton CLI', () => {
       expect(code, name).toBe(0);
       expect(out.join(''), name).toContain(`Usage: baton ${name}`);
       expect(out.join(''), name).toMatch(/Examples:\n {2}\S/);
+      // Every indented description line starts on the options' column (24), continuations included.
+      const misaligned = out
+        .join('')
+        .split('\n')
+        .filter((line) => /^ {3,}\S/.test(line) && !/^ {24}\S/.test(line));
+      expect(misaligned, name).toEqual([]);
     }
   });
 

@@ -103,6 +103,11 @@ export function alignOptions(usage: string): string {
           ? [`  ${flag}`, `${' '.repeat(column)}${description}`]
           : [`  ${flag.padEnd(column - 4)}  ${description}`];
       }
+      if (/^ {2}-\S.*\S$/.test(line) && !/\S {2,}\S/.test(line)) {
+        // A flag whose description starts on the next line (`--scope, --session`).
+        inOption = true;
+        return [line];
+      }
       if (inOption && /^ {6,}\S/.test(line)) return [`${' '.repeat(column)}${line.trimStart()}`];
       inOption = false;
       return [line];
