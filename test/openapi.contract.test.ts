@@ -3,8 +3,10 @@
  * with a JSON request body, a valid body (one per operation, below) is valid by the document
  * and not refused as invalid_input; then each string in it is replaced with values around the
  * rules (empty, blank, padded, a control character, its documented maxLength and one more,
- * 10,001 characters, each other value its enum allows) and the server's verdict must be the document's. The document is checked
- * with a real JSON Schema 2020-12 validator (Ajv), never with the zod schemas it came from.
+ * 10,001 characters, each other value its enum allows) and the server's verdict must be the document's. Every query,
+ * path and header parameter of every operation is tried the same way, one at a time, and a query
+ * parameter the operation does not list must be refused. The document is checked with a real
+ * JSON Schema 2020-12 validator (Ajv), never with the zod schemas it came from.
  */
 /* eslint-disable @typescript-eslint/no-unsafe-member-access -- the document and reply bodies are parsed JSON */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +14,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type HttpHarness, type Reply } from './helpers/http.ts';
+import { parseReply, startHarness, type HttpHarness, type Reply } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
 import { contractBody } from './helpers/work-surface.ts';
 
@@ -142,14 +144,17 @@ function trialsFor(value: string, { maxLengths: limits, values }: StringRules): 
 }
 
 /**
- * Refusals of a contract's relations, to itself (an unknown criterion or dependency) or to its
- * session (a capability it lacks, a path outside its workspace): no request schema can state them.
+ * Refusals of a relation, which no request schema can state: a contract's to itself (an unknown
+ * criterion or dependency) or to its session (a capability it lacks, a path outside its
+ * workspace), and a position's to its stream (past the head, or before what a revision cites).
  */
 const relationalRules = new Set([
   'unknown_criterion',
   'unknown_dependency',
   'capability_escalation',
   'path_outside_workspace',
+  'past_head',
+  'uncited_position',
 ]);
 
 interface Refusal {
@@ -169,6 +174,198 @@ function refusalOf(reply: Reply, field: string, trial: Trial): Refusal {
     invalidInput: error.code === 'invalid_input',
     relational: relationalRules.has(error.details.rule ?? '') || (trial.atLimit && !namesField),
   };
+}
+
+interface Parameter {
+  readonly name: string;
+  readonly in: 'query' | 'path' | 'header';
+  readonly required: boolean;
+  readonly schema: Schema;
+}
+
+interface DocumentedOperation {
+  readonly operationId: string;
+  readonly method: string;
+  /** The document's path: `/v1/sessions/{session_id}/work`. */
+  readonly template: string;
+  readonly parameters: readonly Parameter[];
+  /** A parameter that needs others with it (`through` needs `scope_id`), as the document states it. */
+  readonly dependentRequired: Readonly<Record<string, readonly string[]>>;
+  /** The valid body of its probe, when it takes one. */
+  readonly body: Json | undefined;
+}
+
+interface ParameterVerdict {
+  readonly operation: string;
+  readonly parameter: string;
+  /** The values sent: none (left out), one, or the parameter repeated. */
+  readonly values: readonly string[];
+  readonly server: string;
+  readonly document: 'valid' | 'invalid';
+}
+
+/**
+ * A value of each parameter name that names what the probes made (scope alpha, its first
+ * revision, session s1 and its item code): the request every trial varies one parameter of.
+ */
+const parameterSamples: Readonly<Record<string, string>> = {
+  scope_id: 'alpha',
+  through: '1',
+  position: '4',
+  format: 'json',
+  session_id: 's1',
+  item_id: 'code',
+  after: '0',
+};
+
+/** A query parameter no operation takes. */
+const unlistedParameter = 'not_a_parameter';
+
+/**
+ * The values every parameter is sent: the sample of each one, except a header's (Last-Event-ID
+ * wins over ?after, so it is sent only when it is the parameter tried).
+ */
+function baseValues(operation: DocumentedOperation): Record<string, readonly string[]> {
+  const base: Record<string, readonly string[]> = {};
+  for (const parameter of operation.parameters) {
+    const sample = parameterSamples[parameter.name];
+    if (sample === undefined && parameter.required)
+      throw new Error(`${operation.operationId}: give parameter ${parameter.name} a sample`);
+    if (sample !== undefined && parameter.in !== 'header') base[parameter.name] = [sample];
+  }
+  return base;
+}
+
+/** Every byte but a letter, a digit, `_` and `-` percent-encoded: a dot segment stays a value. */
+function encodeAll(value: string): string {
+  return [...new TextEncoder().encode(value)]
+    .map((byte) =>
+      /[A-Za-z0-9_-]/.test(String.fromCharCode(byte))
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`,
+    )
+    .join('');
+}
+
+/** The URL and headers of a call with these parameter values: path, query (repeated as given) or header. */
+function requestOf(
+  operation: DocumentedOperation,
+  values: Readonly<Record<string, readonly string[]>>,
+): { url: string; headers: Record<string, string> } {
+  const where = (name: string) => operation.parameters.find((parameter) => parameter.name === name)?.in;
+  const path = operation.template.replace(/\{([a-z_]+)\}/g, (_match, name: string) =>
+    encodeAll(values[name]?.[0] ?? ''),
+  );
+  const query: string[] = [];
+  const headers: Record<string, string> = {};
+  for (const [name, given] of Object.entries(values)) {
+    const place = where(name) ?? 'query';
+    if (place === 'header' && given[0] !== undefined) headers[name] = given[0];
+    if (place === 'query') query.push(...given.map((value) => `${encodeAll(name)}=${encodeAll(value)}`));
+  }
+  return { url: query.length === 0 ? path : `${path}?${query.join('&')}`, headers };
+}
+
+/**
+ * The values a parameter is tried with, around every rule the server could hold it to: left out,
+ * empty, blank, padded, control characters, not a number, negative, fractional, past a whole
+ * number's bounds, its documented lengths and one past them, each value its enum allows and one
+ * it does not, and (in a query) the parameter repeated.
+ */
+function parameterTrials(parameter: Parameter, sample: readonly string[]): (readonly string[])[] {
+  const value = sample[0] ?? parameterSamples[parameter.name] ?? 'x';
+  const schemas = schemasAt(parameter.schema, []);
+  const lengths = schemas.flatMap((schema) =>
+    [schema.minLength, schema.maxLength].filter((limit): limit is number => typeof limit === 'number'),
+  );
+  const allowed = schemas.flatMap((schema) => [
+    ...((schema.enum ?? []) as unknown[]).filter((entry): entry is string => typeof entry === 'string'),
+  ]);
+  const values = new Set([
+    '',
+    ' ',
+    ` ${value}`,
+    `${value} `,
+    `${value}\u0001`,
+    `${value}\u007f`,
+    'é',
+    '.',
+    '..',
+    'a/b',
+    '0',
+    '-1',
+    '1.5',
+    '1e3',
+    '007',
+    'abc',
+    'true',
+    'null',
+    '999999999999999',
+    '1000000000000000',
+    '9007199254740991',
+    '9007199254740992',
+    '1'.repeat(25),
+    'x'.repeat(10_001),
+    ...lengths.flatMap((limit) => [value.padEnd(limit, 'x').slice(0, limit), value.padEnd(limit + 1, 'x')]),
+    ...lengths.filter((limit) => limit > 0).map((limit) => value.padEnd(limit - 1, 'x').slice(0, limit - 1)),
+    ...allowed,
+    ...(allowed.length > 0 ? ['other'] : []),
+  ]);
+  values.delete(value);
+  const trials: (readonly string[])[] = [...values].map((entry) => [entry]);
+  if (parameter.in !== 'path') trials.push([]);
+  if (parameter.in === 'query') trials.push([value, value]);
+  return trials;
+}
+
+/**
+ * Whether the document takes these values of a parameter. A query or path carries text: a value
+ * written as a whole number or a boolean also counts as that number or boolean, as a client
+ * serializing the document's integer writes it (`3`, never `3.0` or `3e0`).
+ */
+function parameterValid(validate: Validate, values: readonly string[]): boolean {
+  const readings = (value: string): unknown[] => [
+    value,
+    ...(/^(0|-?[1-9]\d*)$/.test(value) ? [Number(value)] : []),
+    ...(value === 'true' || value === 'false' ? [value === 'true'] : []),
+  ];
+  if (values.length === 1) return readings(values[0]!).some((reading) => validate(reading));
+  return validate(values) || validate(values.map((value) => readings(value).at(-1)));
+}
+
+/**
+ * What the server made of a parameter. Refused: 400 or 422 invalid_input, unless it is about a
+ * relation (details.rule below: a position past the head); or 404 with no route, when a path
+ * parameter took the URL elsewhere (an empty or dot segment). Accepted by validation: anything
+ * else, including 404 not_found for an object that does not exist, 409 and 412.
+ */
+function parameterRefusal(reply: Reply): { refused: boolean; verdict: string } {
+  const error = reply.body?.error as
+    { code: string; message: string; details: { rule?: string } } | undefined;
+  if (error === undefined) return { refused: false, verdict: String(reply.status) };
+  const verdict = `${reply.status} ${error.code}: ${error.message.slice(0, 100)}`;
+  const invalid = error.code === 'invalid_input' && !relationalRules.has(error.details.rule ?? '');
+  const noRoute = reply.status === 404 && error.message.startsWith('no route ');
+  return { refused: invalid || noRoute, verdict };
+}
+
+/** Every subschema the document states at this path of keys and indexes, through its combinators. */
+function schemasAt(schema: Schema | undefined, path: readonly (string | number)[]): Schema[] {
+  if (schema === undefined) return [];
+  const branches = ['anyOf', 'oneOf', 'allOf']
+    .flatMap((keyword) => (schema[keyword] ?? []) as Schema[])
+    .concat(['then', 'else'].flatMap((keyword) => (schema[keyword] ? [schema[keyword] as Schema] : [])))
+    .flatMap((branch) => schemasAt(branch, path));
+  const [key, ...rest] = path;
+  if (key === undefined) return [schema, ...branches];
+  const child =
+    typeof key === 'number'
+      ? (schema.items as Schema | undefined)
+      : ((schema.properties as Record<string, Schema> | undefined)?.[key] ??
+        (typeof schema.additionalProperties === 'object'
+          ? (schema.additionalProperties as Schema)
+          : undefined));
+  return [...schemasAt(child, rest), ...branches];
 }
 
 describe('the OpenAPI document states what the server enforces', () => {
@@ -419,5 +616,118 @@ describe('the OpenAPI document states what the server enforces', () => {
       }
     }
     expect(disagreements).toEqual([]);
+  }, 120_000);
+
+  /** The operations of the document with an operationId that a token calls: method, path and all. */
+  function documentedOperations(): DocumentedOperation[] {
+    return Object.entries(document.paths as Record<string, Record<string, Schema>>).flatMap(
+      ([template, methods]) =>
+        Object.entries(methods).flatMap(([method, operation]) =>
+          operation['x-baton-access'] === undefined
+            ? []
+            : [
+                {
+                  operationId: operation.operationId as string,
+                  method: method.toUpperCase(),
+                  template,
+                  parameters: (operation.parameters ?? []) as Parameter[],
+                  dependentRequired: (operation['x-baton-dependent-required'] ?? {}) as Record<
+                    string,
+                    string[]
+                  >,
+                  body: probes.find((probe) => probe.operation === operation.operationId)?.body,
+                },
+              ],
+        ),
+    );
+  }
+
+  /** One request, read whole; an event stream is read no further than its status. */
+  async function send(
+    method: string,
+    url: string,
+    headers: Record<string, string>,
+    body: Json | undefined,
+  ): Promise<Reply> {
+    const controller = new AbortController();
+    const response = await fetch(`${h.url}${url}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${h.tokens.writer}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: controller.signal,
+    });
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      controller.abort();
+      return { status: response.status, headers: response.headers, text: '', body: undefined };
+    }
+    return parseReply(response);
+  }
+
+  it('a parameter the server refuses as invalid_input is invalid by the document, and the other way round', async () => {
+    const disagreements: ParameterVerdict[] = [];
+    const compiled = new Map<string, Validate>();
+    const validatorOf = (schema: Schema): Validate => {
+      const key = JSON.stringify(schema);
+      if (!compiled.has(key)) compiled.set(key, ajv.compile(schema));
+      return compiled.get(key)!;
+    };
+    for (const operation of documentedOperations()) {
+      const base = baseValues(operation);
+      const check = async (varied: string, values: readonly string[], documented: 'valid' | 'invalid') => {
+        const { url, headers } = requestOf(operation, { ...base, [varied]: values });
+        let reply: Reply;
+        try {
+          reply = await send(operation.method, url, headers, operation.body);
+        } catch (error) {
+          // fetch sends no header value with a control character: nothing reaches the server.
+          if (operation.parameters.find((parameter) => parameter.name === varied)?.in === 'header') return;
+          throw error;
+        }
+        const server = parameterRefusal(reply);
+        if ((documented === 'invalid') !== server.refused) {
+          disagreements.push({
+            operation: operation.operationId,
+            parameter: varied,
+            values: values.map((value) =>
+              value.length > 40 ? `${value.slice(0, 12)}… (${value.length} characters)` : value,
+            ),
+            server: server.verdict,
+            document: documented,
+          });
+        }
+      };
+      await check('', [], 'valid');
+      for (const parameter of operation.parameters) {
+        const validate = validatorOf(parameter.schema);
+        for (const values of parameterTrials(parameter, base[parameter.name] ?? [])) {
+          const needed =
+            values.length === 0 &&
+            (parameter.required ||
+              Object.entries(operation.dependentRequired).some(
+                ([name, needs]) => needs.includes(parameter.name) && (base[name] ?? []).length > 0,
+              ));
+          // A header's surrounding whitespace is not part of its value (RFC 9110), and fetch drops it.
+          const sent = parameter.in === 'header' ? values.map((value) => value.trim()) : values;
+          const documented = needed
+            ? 'invalid'
+            : sent.length === 0 || parameterValid(validate, sent)
+              ? 'valid'
+              : 'invalid';
+          await check(parameter.name, values, documented);
+        }
+      }
+      // The document lists every parameter an operation takes; the server refuses any other.
+      await check(unlistedParameter, ['1'], 'invalid');
+    }
+    expect(
+      disagreements.map(
+        (verdict) =>
+          `${verdict.operation} ${verdict.parameter}=${JSON.stringify(verdict.values)}: document ${verdict.document}, server ${verdict.server}`,
+      ),
+    ).toEqual([]);
   }, 120_000);
 });

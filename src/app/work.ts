@@ -241,6 +241,7 @@ export async function followWorkEvents(
   if (!Number.isSafeInteger(after) || after < 0 || after > start) {
     const problem = after > start ? `is past the session's head ${start}` : 'is not a ledger position';
     throw new BatonError('invalid_input', `position ${after} ${problem}`, {
+      rule: 'past_head',
       after,
       head: start,
       issues: [{ path: 'after', message: `a whole number from 0 to ${start}` }],
