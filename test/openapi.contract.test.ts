@@ -22,9 +22,23 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Schema = Record<string, unknown>;
 type Validate = ((data: unknown) => boolean) & { errors?: unknown };
 
-/** A JSON Schema 2020-12 validator (Ajv 8), formats not checked: the document's shape is the point. */
+/**
+ * A JSON Schema 2020-12 validator (Ajv 8), formats not checked: the document's shape is the point.
+ * It also reads the document's one keyword of its own, `x-baton-unique-by`: no two entries of
+ * the array have the same value under that key.
+ */
 function jsonSchemaValidator(): { compile(schema: Schema): Validate } {
-  return new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+  ajv.addKeyword({
+    keyword: 'x-baton-unique-by',
+    type: 'array',
+    schemaType: 'string',
+    validate: (key: string, entries: unknown[]) => {
+      const named = entries.map((entry) => (entry as Record<string, unknown> | null)?.[key]);
+      return new Set(named.map((name) => JSON.stringify(name))).size === named.length;
+    },
+  });
+  return ajv;
 }
 
 const backend = backends.find((candidate) => candidate.name === 'sqlite')!;
@@ -155,6 +169,11 @@ const relationalRules = new Set([
   'path_outside_workspace',
   'past_head',
   'uncited_position',
+  // A required item with no required criterion: a relation between an item and the criteria.
+  'missing_required_criteria',
+  // More items than the server's [work] max_items: a bound of its configuration, which the
+  // document states in words (its maxItems is the bound no configuration passes).
+  'too_many_items',
 ]);
 
 interface Refusal {
@@ -366,6 +385,96 @@ function schemasAt(schema: Schema | undefined, path: readonly (string | number)[
           ? (schema.additionalProperties as Schema)
           : undefined));
   return [...schemasAt(child, rest), ...branches];
+}
+
+/** A body with one change: a value put at a path, or the key there removed. */
+interface BodyTrial {
+  readonly field: string;
+  /** What was done, for the report: the value put there, or "left out". */
+  readonly change: string;
+  readonly body: Json;
+}
+
+const leftOut = Symbol('left out');
+
+function withNode(body: Json, path: readonly (string | number)[], value: Json | typeof leftOut): Json {
+  if (path.length === 0) return value === leftOut ? {} : value;
+  const copy = structuredClone(body);
+  let parent = copy as Record<string | number, Json>;
+  for (const key of path.slice(0, -1)) parent = parent[key] as Record<string | number, Json>;
+  const last = path.at(-1)!;
+  if (value === leftOut) {
+    if (Array.isArray(parent)) parent.splice(last as number, 1);
+    else delete parent[last];
+  } else parent[last] = value;
+  return copy;
+}
+
+/** Every node of a body but the strings' own text, by its path of keys and indexes. */
+function nodesOf(value: Json, path: (string | number)[] = []): { path: (string | number)[]; value: Json }[] {
+  const here = { path, value };
+  if (Array.isArray(value)) return [here, ...value.flatMap((item, index) => nodesOf(item, [...path, index]))];
+  if (value !== null && typeof value === 'object')
+    return [here, ...Object.entries(value).flatMap(([key, child]) => nodesOf(child, [...path, key]))];
+  return [here];
+}
+
+function numbersIn(schemas: readonly Schema[], keyword: string): number[] {
+  return schemas.flatMap((schema) => (typeof schema[keyword] === 'number' ? [schema[keyword]] : []));
+}
+
+/**
+ * The values tried in place of a node that is not a string's text, around every rule the server
+ * could hold it to: null; for a number, negative, zero, fractional, huge, its documented bounds
+ * and one past them, and its digits as a string; for a boolean, the other one and look-alikes;
+ * for an array, empty, a duplicate item, its documented item counts and one past them, and items
+ * of another type; for an object, an unknown key, each documented key it leaves out as null, and
+ * each key it has left out; and a value of another type.
+ */
+function shapeTrials(
+  body: Json,
+  path: readonly (string | number)[],
+  value: Json,
+  schemas: Schema[],
+): BodyTrial[] {
+  const field = path.join('.');
+  const values: Json[] = [null];
+  if (typeof value === 'number') {
+    const minimum = [...numbersIn(schemas, 'minimum'), ...numbersIn(schemas, 'exclusiveMinimum')];
+    const maximum = [...numbersIn(schemas, 'maximum'), ...numbersIn(schemas, 'exclusiveMaximum')];
+    values.push(-1, 0, 1, 0.5, value + 0.5, 1e15, 2 ** 53, 1e300, String(value), true);
+    values.push(
+      ...minimum.flatMap((bound) => [bound - 1, bound]),
+      ...maximum.flatMap((bound) => [bound, bound + 1]),
+    );
+  } else if (typeof value === 'boolean') {
+    values.push(!value, String(value), value ? 1 : 0);
+  } else if (Array.isArray(value)) {
+    const first = value[0];
+    values.push([], [null], [0], [true], [{}], [[]], 'x', {});
+    if (first !== undefined) {
+      values.push([...value, first]);
+      for (const count of [...numbersIn(schemas, 'maxItems'), ...numbersIn(schemas, 'minItems')]) {
+        for (const wanted of [count - 1, count, count + 1].filter(
+          (wanted) => wanted >= 0 && wanted !== value.length,
+        ))
+          values.push(Array.from({ length: wanted }, (_item, index) => value[index % value.length]!));
+      }
+    }
+  } else if (value !== null && typeof value === 'object') {
+    values.push([], 'x', 0, { ...value, not_a_field: 'x' });
+    const documented = new Set(
+      schemas.flatMap((schema) => Object.keys((schema.properties ?? {}) as Record<string, Schema>)),
+    );
+    for (const key of documented) if (!Object.hasOwn(value, key)) values.push({ ...value, [key]: null });
+  } else if (typeof value === 'string') {
+    values.push(0, true, [value], {});
+  }
+  const trials = values
+    .filter((trial) => JSON.stringify(trial) !== JSON.stringify(value))
+    .map((trial) => ({ field, change: JSON.stringify(trial), body: withNode(body, path, trial) }));
+  if (path.length > 0) trials.push({ field, change: 'left out', body: withNode(body, path, leftOut) });
+  return trials;
 }
 
 describe('the OpenAPI document states what the server enforces', () => {
@@ -729,5 +838,28 @@ describe('the OpenAPI document states what the server enforces', () => {
           `${verdict.operation} ${verdict.parameter}=${JSON.stringify(verdict.values)}: document ${verdict.document}, server ${verdict.server}`,
       ),
     ).toEqual([]);
+  }, 120_000);
+
+  it('a number, boolean, array, object or null the server refuses as invalid_input is invalid by the document, and the other way round', async () => {
+    const disagreements: string[] = [];
+    for (const probe of probes) {
+      const { schema } = requestSchema(probe.path);
+      const validate = ajv.compile(schema);
+      for (const { path, value } of nodesOf(probe.body)) {
+        for (const trial of shapeTrials(probe.body, path, value, schemasAt(schema, path))) {
+          const documented = validate(trial.body) ? 'valid' : 'invalid';
+          const reply = await h.call('POST', probe.path, { body: trial.body });
+          const refusal = refusalOf(reply, trial.field, { value: '', atLimit: false });
+          // Refused as invalid_input for any reason agrees with "invalid"; "valid" lets only a relation refuse.
+          const agree =
+            documented === 'invalid' ? refusal.invalidInput : !refusal.invalidInput || refusal.relational;
+          if (!agree)
+            disagreements.push(
+              `${probe.operation} ${trial.field || '(body)'} = ${trial.change.slice(0, 60)}: document ${documented}, server ${refusal.verdict}`,
+            );
+        }
+      }
+    }
+    expect(disagreements).toEqual([]);
   }, 120_000);
 });

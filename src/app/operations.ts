@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { workKinds } from '../core/continuity/records.ts';
 import { boundaryFields, outcomeFields, workContractFields } from '../core/continuity/records.ts';
 import { workstreamMarkdown, reportMarkdown } from '../core/handoff/report.ts';
-import { withBlockedRule } from '../core/handoff/prepared.ts';
+import { preparedHandoffSchema, withBlockedRule } from '../core/handoff/prepared.ts';
 import { selectionSchema } from '../core/handoff/resolution.ts';
 import { jsonObjectSchema, jsonValueSchema } from '../core/json.ts';
 import { scopeIdSchema, sourceIdSchema } from '../core/ledger/names.ts';
@@ -125,7 +125,7 @@ export const operations: readonly Operation[] = [
     output: resultSchemas.commit_handoff,
     input: z.strictObject({
       scope_id: scopeIdSchema,
-      prepared: z.union([digest, jsonObjectSchema]),
+      prepared: z.union([digest, preparedHandoffSchema]),
       expected_head: z.number().int().min(0),
     }),
     run: (deps, project_id, input) =>
