@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { workKinds } from '../core/continuity/records.ts';
 import { boundaryFields, outcomeFields, workContractFields } from '../core/continuity/records.ts';
 import { workstreamMarkdown, reportMarkdown } from '../core/handoff/report.ts';
-import { withBlockedRule } from '../core/handoff/prepared.ts';
+import { preparedHandoffSchema, withBlockedRule } from '../core/handoff/prepared.ts';
 import { selectionSchema } from '../core/handoff/resolution.ts';
 import { jsonObjectSchema, jsonValueSchema } from '../core/json.ts';
 import { scopeIdSchema, sourceIdSchema } from '../core/ledger/names.ts';
@@ -55,8 +55,15 @@ function operation<S extends z.ZodType>(definition: Operation<S>): Operation {
 
 const where = { scope_id: scopeIdSchema, source_id: sourceIdSchema };
 const digest = z.string().regex(digestPattern, 'a digest is sha256:<64 hex>');
-/** A whole number, or its decimal digits as a query string carries it; never an empty string or null. */
-const revision = z.union([z.number().int().min(0), z.string().regex(/^\d{1,15}$/, 'a whole number')]);
+/**
+ * A whole number, or its decimal digits as a query string carries it (at most 15, so it reads
+ * exactly); never an empty string or null. The number has the same bound, so a client that
+ * writes a documented integer in a query never sends one the server refuses.
+ */
+const revision = z.union([
+  z.number().int().min(0).max(999_999_999_999_999),
+  z.string().regex(/^\d{1,15}$/, 'a whole number'),
+]);
 
 export const operations: readonly Operation[] = [
   operation({
@@ -118,7 +125,7 @@ export const operations: readonly Operation[] = [
     output: resultSchemas.commit_handoff,
     input: z.strictObject({
       scope_id: scopeIdSchema,
-      prepared: z.union([digest, jsonObjectSchema]),
+      prepared: z.union([digest, preparedHandoffSchema]),
       expected_head: z.number().int().min(0),
     }),
     run: (deps, project_id, input) =>
@@ -191,7 +198,8 @@ export const operations: readonly Operation[] = [
               message: `${field} reads one workstream: name it with scope_id`,
             });
         }
-      }),
+      })
+      .meta({ dependentRequired: { through: ['scope_id'], position: ['scope_id'] } }),
     run: async (deps, project_id, input) => {
       const markdown = input.format === 'markdown';
       if (input.scope_id === undefined) {

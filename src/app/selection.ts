@@ -19,6 +19,7 @@ function bound(name: string, value: number | undefined, head: number): number {
   if (value === undefined) return head;
   if (!Number.isSafeInteger(value) || value < 0 || value > head) {
     throw new BatonError('invalid_input', `${name} is a whole number from 0 to the current ${head}`, {
+      rule: 'past_head',
       [name]: value,
       head,
     });
@@ -110,7 +111,12 @@ export async function freezeSelection(
         'invalid_input',
         `no view of revision ${selection.revision} was ever read through journal position ${selection.position}: ` +
           `it cites position ${cited}; give the selection a report returned`,
-        { through: selection.revision, position: selection.position, cited_position: cited },
+        {
+          rule: 'uncited_position',
+          through: selection.revision,
+          position: selection.position,
+          cited_position: cited,
+        },
       );
     }
   }

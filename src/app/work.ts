@@ -241,6 +241,7 @@ export async function followWorkEvents(
   if (!Number.isSafeInteger(after) || after < 0 || after > start) {
     const problem = after > start ? `is past the session's head ${start}` : 'is not a ledger position';
     throw new BatonError('invalid_input', `position ${after} ${problem}`, {
+      rule: 'past_head',
       after,
       head: start,
       issues: [{ path: 'after', message: `a whole number from 0 to ${start}` }],
@@ -446,15 +447,62 @@ function unresolved(contract: Pick<WorkContract, 'assumptions'>): string[] {
     .map((assumption) => assumption.assumption_id);
 }
 
+/** Whether no two entries are the same, read through `name`. */
+function distinct<T>(entries: readonly T[], name: (entry: T) => unknown): boolean {
+  return new Set(entries.map(name)).size === entries.length;
+}
+
+/**
+ * An array of which no two entries name the same `key`, refused before anything is read (as
+ * contract validation's duplicate_id would be), and published as `x-baton-unique-by`: JSON
+ * Schema's uniqueItems compares whole entries.
+ */
+function uniqueBy<T extends Record<string, unknown>>(schema: z.ZodArray<z.ZodType<T>>, key: string) {
+  return schema
+    .refine((entries) => distinct(entries, (entry) => entry[key]), `no two entries have the same ${key}`)
+    .meta({ description: `No two entries have the same ${key}.`, 'x-baton-unique-by': key });
+}
+
+/** Ids that appear at most once. */
+const uniqueIds = (max: number) =>
+  z
+    .array(workIdSchema)
+    .max(max)
+    .refine((ids) => distinct(ids, (id) => id), 'each id appears at most once')
+    .meta({ uniqueItems: true })
+    .default([]);
+
 /** A contract's definition as callers send it, held to the contract's own bounds from the start. */
 const definitionFields = {
   objective: nonBlankText(8000, 'the objective is empty'),
-  constraints: z.array(constraintSchema).max(contractBounds.constraints).optional(),
-  assumptions: z.array(assumptionSchema).max(contractBounds.assumptions).optional(),
-  criteria: z.array(workCriterionSchema).max(contractBounds.criteria).optional(),
-  items: z
-    .array(workItemDefinitionSchema.extend({ title: nonBlankText(400, 'an item needs a title') }))
-    .max(contractBounds.items),
+  constraints: uniqueBy(
+    z.array(constraintSchema).max(contractBounds.constraints),
+    'constraint_id',
+  ).optional(),
+  assumptions: uniqueBy(
+    z.array(assumptionSchema).max(contractBounds.assumptions),
+    'assumption_id',
+  ).optional(),
+  criteria: uniqueBy(z.array(workCriterionSchema).max(contractBounds.criteria), 'criterion_id').optional(),
+  items: uniqueBy(
+    z
+      .array(
+        workItemDefinitionSchema.extend({
+          title: nonBlankText(400, 'an item needs a title'),
+          dependencies: uniqueIds(256),
+          criterion_ids: uniqueIds(64),
+        }),
+      )
+      .min(1, 'a contract holds at least one item')
+      .max(contractBounds.items),
+    'item_id',
+  ).meta({
+    description:
+      `At least one item, and at most the server's [work] max_items (${defaultWorkConfig.max_items} unless ` +
+      `configured, never more than ${contractBounds.items}): more is refused (too_many_items). ` +
+      'No two items have the same item_id.',
+    'x-baton-unique-by': 'item_id',
+  }),
   source_entry_id: z.string().max(200).optional(),
 };
 
@@ -481,7 +529,11 @@ export const confirmFields = {
       (answers) => new Set(answers.map((answer) => answer.assumption_id)).size === answers.length,
       'each assumption is answered at most once',
     )
-    .describe('Each assumption is answered at most once: no two resolutions name the same assumption_id.')
+    .meta({
+      description:
+        'Each assumption is answered at most once: no two resolutions name the same assumption_id.',
+      'x-baton-unique-by': 'assumption_id',
+    })
     .optional(),
 };
 export const reviseFields = { ...base, ...which, previous_revision: revision, ...definitionFields, reason };

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { operations, type Operation } from '../app/operations.ts';
 import { errorEnvelopeSchema } from '../core/api.ts';
+import { sessionIdSchema } from '../core/ledger/names.ts';
 import { csrfHeader, sessionCookieName } from './auth.ts';
 import { bodyLimit } from './body.ts';
 import { defaultMaxStreamsPerToken } from './work-routes.ts';
@@ -64,6 +65,8 @@ function queryParameters(schema: JsonSchema): JsonSchema[] {
 function operationObject(operation: Operation): JsonSchema {
   const input = jsonSchema(operation.input, 'input');
   const markdown = operation.operationId === 'get_report';
+  // Parameters cannot need one another in OpenAPI: a query's dependentRequired is an extension.
+  const dependent = operation.method === 'GET' ? input.dependentRequired : undefined;
   return {
     operationId: operation.operationId,
     summary: operation.summary,
@@ -71,6 +74,7 @@ function operationObject(operation: Operation): JsonSchema {
     security,
     'x-baton-access': operation.access,
     'x-baton-idempotent': operation.idempotent,
+    ...(dependent === undefined ? {} : { 'x-baton-dependent-required': dependent }),
     ...(operation.method === 'GET'
       ? { parameters: queryParameters(input) }
       : { requestBody: { required: true, content: { 'application/json': { schema: input } } } }),
@@ -153,13 +157,13 @@ function workEventsObject(): JsonSchema {
     'x-baton-events': [...liveEventNames, unreadableEventName],
     'x-baton-heartbeat-ms': heartbeatMs,
     parameters: [
-      { name: 'session_id', in: 'path', required: true, schema: { type: 'string' } },
+      ...pathParameters({ params: ['session_id'], fields: { session_id: sessionIdSchema } }),
       {
         name: 'Last-Event-ID',
         in: 'header',
         required: false,
-        schema: { type: 'string', pattern: '^\\d{1,15}$' },
-        description: 'Resume after this ledger position; wins over ?after.',
+        schema: { type: 'string', pattern: '^(?:\\d{1,15})?$' },
+        description: 'Resume after this ledger position; wins over ?after. Empty counts as absent.',
       },
       { name: 'after', in: 'query', required: false, schema: { type: 'string', pattern: '^\\d{1,15}$' } },
     ],

@@ -11,6 +11,7 @@ import { operations, type Operation } from '../app/operations.ts';
 import { parseRecord } from '../core/records.ts';
 import { guard, requestPrincipal } from './auth.ts';
 import { requiredBody } from './body.ts';
+import { refuseUnknownQuery } from './query.ts';
 
 function isMarkdown(result: unknown): result is { markdown: string } {
   return typeof (result as { markdown?: unknown } | null)?.markdown === 'string';
@@ -54,6 +55,8 @@ function registerOperation(app: FastifyInstance, deps: AppDeps, operation: Opera
     config: { operationId: operation.operationId },
     onRequest: guard(app, deps, operation.access),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      // A GET's schema refuses an unknown parameter; a POST takes none.
+      if (operation.method === 'POST') refuseUnknownQuery(request);
       const principal = requestPrincipal(request);
       const input: unknown = operation.method === 'GET' ? request.query : requiredBody(request.body);
       parseRecord(operation.input, input, what);
