@@ -259,4 +259,19 @@ describe('the receiver side, the continuity footer and the revision trail', () =
     expect(await items.count()).toBe(20);
     expect(errors).toEqual([]);
   });
+
+  it('puts a refused reason’s message under the reason field, marks it invalid and moves the focus to it', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Take this once' });
+    await open();
+    await reason().fill('R'.repeat(5_000));
+    await choice('Decline').click();
+    await expect.poll(() => reason().getAttribute('aria-invalid')).toBe('true');
+    expect(await page.evaluate('document.activeElement.id')).toBe(await reason().getAttribute('id'));
+    expect(
+      await page.evaluate(
+        "(document.activeElement.getAttribute('aria-describedby') ?? '').split(' ').map((id) => document.getElementById(id)?.textContent ?? '').join(' ')",
+      ),
+    ).toContain('4000 characters');
+    expect(await receipts()).toBe(0);
+  });
 });

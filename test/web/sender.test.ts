@@ -304,4 +304,33 @@ describe('the sender card and the automatic refresh', () => {
     expect(new Set(prepares.map((w) => w.body.source_id)).size).toBe(1);
     expect(errors).toEqual([]);
   });
+
+  /** The text of what describes the focused element (aria-describedby), in the page. */
+  const focusedDescription = () =>
+    page.evaluate(
+      "(document.activeElement.getAttribute('aria-describedby') ?? '').split(' ').map((id) => document.getElementById(id)?.textContent ?? '').join(' ')",
+    );
+  const focusedId = () => page.evaluate('document.activeElement.id');
+
+  it('puts what the server refused under the field it concerns, marks that field invalid and moves the focus to it', async () => {
+    await field('Objective').fill('O'.repeat(10_000));
+    await card().getByRole('button', { name: 'Add a state item' }).click();
+    await field('State item 2').fill('   ');
+    await card().getByRole('button', { name: 'Add a state item' }).click();
+    await field('State item 3').fill('S'.repeat(5_000));
+    await card().getByRole('button', { name: 'Send Handoff' }).click();
+
+    await expect.poll(() => field('Objective').getAttribute('aria-invalid')).toBe('true');
+    expect(await focusedId()).toBe(await field('Objective').getAttribute('id'));
+    expect(await focusedDescription()).toContain('at most 2000 characters');
+    // The blank item 2 is not sent, so the server's current_state.1 is the card's item 3.
+    expect(await field('State item 3').getAttribute('aria-invalid')).toBe('true');
+    expect(await field('State item 2').getAttribute('aria-invalid')).not.toBe('true');
+    await field('State item 3').focus();
+    expect(await focusedDescription()).toContain('at most 4000 characters');
+    expect(await boundaries()).toBe(1);
+
+    await field('Objective').fill('A fixed objective');
+    expect(await field('Objective').getAttribute('aria-invalid')).not.toBe('true');
+  });
 });

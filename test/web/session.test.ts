@@ -97,6 +97,45 @@ describe('the page across sessions and failures', () => {
     expect((await web.client.workstream('relay')).selection.revision).toBe(1);
   });
 
+  it('says on the login form that the session ended, and puts the focus in the token field', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Revision one' });
+    await logIn(page, web);
+    await openWorkspace(page, 'relay');
+    // The session ends while the page is open (it expired, or was ended elsewhere).
+    await page.evaluate(() => fetch('/v1/session', { method: 'DELETE' }).then(() => undefined));
+    await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+    await loginForm().waitFor();
+    await page.getByRole('alert').filter({ hasText: 'Your session ended' }).waitFor();
+    expect(await page.evaluate('document.activeElement.id')).toBe('token');
+
+    await logInHere(web.token);
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
+  it('shares the session among the tabs of one browser: a new tab is logged in, and a login in one tab keeps the other working', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Revision one' });
+    await logIn(page, web);
+    const second = await page.context().newPage();
+    await second.goto(`${web.url}/`);
+    await second.getByRole('heading', { name: 'Workstreams' }).waitFor();
+
+    // A logout in the second tab ends the first one's session too, and a new login there
+    // (whose cookie the first tab now sends) carries the first one on.
+    await second.getByRole('button', { name: 'Log out' }).click();
+    await loginForm().waitFor();
+    await second.getByLabel('Project token').fill(web.token);
+    await second.getByRole('button', { name: 'Log in' }).click();
+    await second.getByRole('heading', { name: 'Workstreams' }).waitFor();
+    await second.close();
+
+    await page.getByRole('button', { name: 'Log out' }).waitFor();
+    await openWorkspace(page, 'relay');
+    await receiver().locator('.preflight-for').waitFor();
+    await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 300)));
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
   it('stores one receipt for a double click on a choice', async () => {
     await web.client.handoff('relay', 'b1', { objective: 'Take this once' });
     await logIn(page, web);

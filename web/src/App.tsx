@@ -15,8 +15,15 @@ import { emptyOutcome, emptyReceiver, hasOutcomeInput, hasReceiverInput, type Fo
 import { runPreflight, type Preflight } from './preflight.ts';
 import { href, useRoute } from './route.ts';
 import type { SendAttempt } from './send.ts';
-import { clearSession, loadSession, saveSession, type TabSession } from './session.ts';
-import type { HandoffReport } from './types.ts';
+import {
+  clearSession,
+  joinTabs,
+  loadSession,
+  saveSession,
+  type TabMessage,
+  type TabSession,
+} from './session.ts';
+import type { HandoffReport, WebSession } from './types.ts';
 import { Workspace } from './Workspace.tsx';
 
 export const refreshIntervalMs = 5000;
@@ -61,6 +68,8 @@ export function App() {
   const [locale, setLocale] = useState<Locale>(initialLocale);
   const t: Messages = locales[locale];
   const [session, setSession] = useState<TabSession | null>(loadSession);
+  /** Whether the login form shows because the session ended (rather than a logout or a first visit). */
+  const [ended, setEnded] = useState(false);
   const route = useRoute();
   const [report, setReport] = useState<HandoffReport | null>(null);
   const [loads, setLoads] = useState(0);
@@ -102,11 +111,12 @@ export function App() {
   workspaceRef.current = route.view === 'workspace' ? route.scope_id : null;
 
   /** Back to the login form; what was typed stays for a login to the same project. */
-  const signOut = useCallback(() => {
+  const signOut = useCallback((why: 'ended' | 'logout') => {
     clearSession();
     setSession(null);
     setReport(null);
     setLoadError(null);
+    setEnded(why === 'ended');
   }, []);
 
   /** Forget everything typed, sent or checked in this tab: no later login may see or send it. */
@@ -127,7 +137,7 @@ export function App() {
     () =>
       session
         ? makeApi(session.csrf, () => {
-            if (sessionRef.current?.csrf === session.csrf) signOut();
+            if (sessionRef.current?.csrf === session.csrf) signOut('ended');
           })
         : null,
     [session, signOut],
@@ -199,11 +209,42 @@ export function App() {
     }
   }, []);
 
+  /** Take a session on: one logged in here, or in another tab (whose cookie this tab now sends). */
+  const adopt = (next: WebSession | TabSession): TabSession => {
+    if (next.project_id !== memoryOf.current) forget();
+    memoryOf.current = next.project_id;
+    const saved = saveSession(next);
+    setSession(saved);
+    setEnded(false);
+    return saved;
+  };
+
+  const tabs = useRef<ReturnType<typeof joinTabs> | null>(null);
+  const onTabMessage = useRef<(message: TabMessage) => void>(() => undefined);
+  onTabMessage.current = (message) => {
+    const mine = sessionRef.current;
+    if (message.type === 'ask') {
+      if (mine) tabs.current?.tell({ type: 'session', session: mine });
+    } else if (message.type === 'session') {
+      if (mine?.csrf !== message.session.csrf) adopt(message.session);
+    } else if (mine) {
+      forget();
+      signOut('ended');
+    }
+  };
+  useEffect(() => {
+    const joined = joinTabs((message) => onTabMessage.current(message));
+    tabs.current = joined;
+    if (!sessionRef.current) joined.tell({ type: 'ask' });
+    return () => {
+      tabs.current = null;
+      joined.close();
+    };
+  }, []);
+
   const onLogin = async (token: string) => {
-    const created = await login(token);
-    if (created.project_id !== memoryOf.current) forget();
-    memoryOf.current = created.project_id;
-    setSession(saveSession(created));
+    const created = adopt(await login(token));
+    tabs.current?.tell({ type: 'session', session: created });
   };
 
   const onLogout = async () => {
@@ -211,7 +252,8 @@ export function App() {
       await client?.logout();
     } finally {
       forget();
-      signOut();
+      signOut('logout');
+      tabs.current?.tell({ type: 'logout' });
     }
   };
 
@@ -260,7 +302,7 @@ export function App() {
       </header>
       <main data-loads={loads}>
         {!session || !client ? (
-          <Login onLogin={onLogin} />
+          <Login onLogin={onLogin} ended={ended} />
         ) : (
           <>
             {loadError && (

@@ -1,9 +1,18 @@
 /** Log in with a project token: it opens a session cookie and is then forgotten. */
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { useMessages } from './i18n.ts';
 
-export function Login({ onLogin }: { onLogin: (token: string) => Promise<void> }) {
+/**
+ * `ended`: the page came back here because the session ended (it expired, was ended in another
+ * tab, or its token was revoked). The form says so, and the focus, whose control is gone, goes
+ * to the token field.
+ */
+export function Login({ onLogin, ended }: { onLogin: (token: string) => Promise<void>; ended: boolean }) {
   const t = useMessages();
+  const field = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (ended) field.current?.focus();
+  }, [ended]);
   const [token, setToken] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [running, setRunning] = useState(false);
@@ -25,8 +34,14 @@ export function Login({ onLogin }: { onLogin: (token: string) => Promise<void> }
   return (
     <form className="login panel" onSubmit={(event) => void submit(event)}>
       <h1>{t.logIn}</h1>
+      {ended && (
+        <p className="notice" role="alert">
+          {t.sessionEnded}
+        </p>
+      )}
       <label htmlFor="token">{t.tokenLabel}</label>
       <input
+        ref={field}
         id="token"
         type="password"
         autoComplete="off"

@@ -6,8 +6,10 @@
  */
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { ApiError } from './api.ts';
+import { FieldError } from './FieldError.tsx';
 import { receiverFor, type ReceiverForm } from './forms.ts';
 import { useMessages } from './i18n.ts';
+import { fieldErrors, issuesOf } from './issues.ts';
 import { newAttemptId } from './ids.ts';
 import { useOnce } from './once.ts';
 import { OutcomeForm } from './OutcomeForm.tsx';
@@ -26,6 +28,19 @@ export function Receiver(props: Props) {
   const [error, setError] = useState<string | null>(null);
   const [recorded, setRecorded] = useState<string | null>(null);
   const reasonRef = useRef<HTMLTextAreaElement>(null);
+  const nameRef = useRef<HTMLInputElement>(null);
+  const resultRef = useRef<HTMLDivElement>(null);
+  /** What the server refused in the reason or the name, under that field. */
+  const [invalid, setInvalid] = useState<Readonly<Record<string, string>>>({});
+  /** Set when a choice settles: the focus goes to a refused field, or to the result when lost. */
+  const [settled, setSettled] = useState(0);
+  useEffect(() => {
+    if (settled === 0) return;
+    if (invalid.reason !== undefined) reasonRef.current?.focus();
+    else if (invalid.receiver !== undefined) nameRef.current?.focus();
+    else if (document.activeElement === document.body) resultRef.current?.focus();
+    // Only when a choice settles (settled changes): other renders never move the focus.
+  }, [settled]);
   const { running, once } = useOnce();
   const sequence = useRef(0);
   const store = useRef(setPreflight);
@@ -59,6 +74,7 @@ export function Receiver(props: Props) {
     setForms({ ...forms, receiver: { ...form, ...patch } });
     setError(null);
     setRecorded(null);
+    setInvalid(Object.fromEntries(Object.entries(invalid).filter(([name]) => !(name in patch))));
   };
   const result = stale ? undefined : preflight?.result;
   const latest = stale ? undefined : latestRevision(preflight);
@@ -77,10 +93,15 @@ export function Receiver(props: Props) {
         ? t.acceptNeedsChecks
         : null;
 
-  const choose = (status: ReceiptStatus) => once(() => record(status));
+  const choose = (status: ReceiptStatus) =>
+    once(async () => {
+      await record(status);
+      setSettled((n) => n + 1);
+    });
   const record = async (status: ReceiptStatus) => {
     setError(null);
     setRecorded(null);
+    setInvalid({});
     const reason = form.reason.trim();
     if (status !== 'accepted' && !reason) {
       setError(t.reasonRequired);
@@ -126,6 +147,11 @@ export function Receiver(props: Props) {
         await reload();
       } catch (failure) {
         setError(failure instanceof ApiError ? `${failure.code}: ${failure.message}` : String(failure));
+        setInvalid(
+          fieldErrors(issuesOf(failure), (path) =>
+            path === 'reason' || path === 'receiver' ? path : undefined,
+          ),
+        );
       }
     });
   };
@@ -204,20 +230,27 @@ export function Receiver(props: Props) {
       <label htmlFor={`${id}-receiver`}>{t.receiverName}</label>
       <input
         id={`${id}-receiver`}
+        ref={nameRef}
         value={form.receiver}
         autoComplete="name"
+        aria-invalid={invalid.receiver !== undefined ? true : undefined}
+        aria-describedby={invalid.receiver !== undefined ? `${id}-receiver-error` : undefined}
         onChange={(event) => setForm({ receiver: event.target.value })}
       />
+      <FieldError id={`${id}-receiver-error`} message={invalid.receiver} />
       <label htmlFor={`${id}-reason`}>{t.reason}</label>
       <textarea
         id={`${id}-reason`}
         ref={reasonRef}
         rows={3}
         value={form.reason}
-        aria-invalid={error === t.reasonRequired}
-        aria-describedby={error ? `${id}-error` : undefined}
+        aria-invalid={error === t.reasonRequired || invalid.reason !== undefined}
+        aria-describedby={
+          invalid.reason !== undefined ? `${id}-reason-error` : error ? `${id}-error` : undefined
+        }
         onChange={(event) => setForm({ reason: event.target.value })}
       />
+      <FieldError id={`${id}-reason-error`} message={invalid.reason} />
 
       <div className="choices" role="group" aria-label={t.choices}>
         <button
@@ -241,7 +274,7 @@ export function Receiver(props: Props) {
           {acceptHint}
         </p>
       )}
-      <div aria-live="polite">
+      <div aria-live="polite" ref={resultRef} tabIndex={-1}>
         {error && (
           <p id={`${id}-error`} className="error" role="alert">
             {error}

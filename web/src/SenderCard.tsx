@@ -3,9 +3,10 @@
  * writes nothing; Send Handoff prepares and publishes one attempt, shows a partial success
  * (prepared, publishing not confirmed) and retries that same Prepared Handoff.
  */
-import { useId, useMemo, useState, type FormEvent } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
 import { visibleControls } from '../../src/core/text.ts';
-import { emptyItem, isEdited, prefill, type Draft, type DraftItem } from './draft.ts';
+import { cardFields, emptyItem, isEdited, prefill, type Draft, type DraftItem } from './draft.ts';
+import { FieldError } from './FieldError.tsx';
 import { useMessages } from './i18n.ts';
 import { publish, send } from './send.ts';
 import type { Disposition } from './types.ts';
@@ -61,15 +62,47 @@ export function SenderCard({
   const edited = isEdited(draft);
   const value: Draft = edited && draft ? draft.current : fresh;
   const running = attempt?.phase === 'preparing' || attempt?.phase === 'committing';
+  const errors = (attempt?.phase === 'failed' && attempt.fields) || {};
+  const submitRef = useRef<HTMLButtonElement>(null);
+  /** Set after a send: then the focus goes to the first refused field, or back to Send when lost. */
+  const [settled, setSettled] = useState(0);
 
-  const change = (patch: Partial<Draft>) => {
+  /** Edit the draft; `fields` are the fields the edit touched, whose refusal no longer applies. */
+  const change = (patch: Partial<Draft>, ...fields: string[]) => {
     const original = edited && draft ? draft.original : fresh;
     const next = { original, current: { ...value, ...patch } };
     setDraft(isEdited(next) ? next : undefined);
     setSent(null);
+    if (attempt?.fields && fields.some((field) => attempt.fields?.[field] !== undefined)) {
+      const kept = Object.fromEntries(
+        Object.entries(attempt.fields).filter(([field]) => !fields.includes(field)),
+      );
+      setAttempt({ ...attempt, fields: kept });
+    }
   };
   const changeItem = (index: number, text: string) =>
-    change({ state: value.state.map((item, i) => (i === index ? { ...item, text } : item)) });
+    change(
+      { state: value.state.map((item, i) => (i === index ? { ...item, text } : item)) },
+      `state-${index}`,
+    );
+  /** A field's invalid state and description: its own hints, then what the server refused in it. */
+  const field = (name: string, ...describedBy: (string | undefined)[]) => ({
+    id: `${id}-${name}`,
+    'aria-invalid': errors[name] !== undefined ? true : undefined,
+    'aria-describedby':
+      [...describedBy, errors[name] !== undefined ? `${id}-${name}-error` : undefined]
+        .filter(Boolean)
+        .join(' ') || undefined,
+  });
+  const fieldError = (name: string) => <FieldError id={`${id}-${name}-error`} message={errors[name]} />;
+
+  useEffect(() => {
+    if (settled === 0) return;
+    const first = cardFields(value).find((name) => errors[name] !== undefined);
+    if (first !== undefined) document.getElementById(`${id}-${first}`)?.focus();
+    else if (document.activeElement === document.body) submitRef.current?.focus();
+    // Only after a send settles (settled changes): other renders never move the focus.
+  }, [settled]);
 
   const finish = async (revision: number | undefined) => {
     if (revision === undefined) return;
@@ -85,12 +118,14 @@ export function SenderCard({
       send({ api, scope_id, draft: value, shown, previous: attempt, update: setAttempt }),
     );
     await finish(result?.revision);
+    setSettled((n) => n + 1);
   };
 
   const onRetry = async () => {
     if (!attempt) return;
     const result = await act(() => publish({ api, scope_id, update: setAttempt }, attempt));
     await finish(result?.revision);
+    setSettled((n) => n + 1);
   };
 
   const basis = (item: DraftItem) =>
@@ -108,13 +143,13 @@ export function SenderCard({
       <form onSubmit={(event) => void onSend(event)}>
         <label htmlFor={`${id}-objective`}>{t.objective}</label>
         <textarea
-          id={`${id}-objective`}
+          {...field('objective', describedByHidden(`${id}-objective-hidden`, value.objective))}
           rows={2}
           required
           value={value.objective}
-          aria-describedby={describedByHidden(`${id}-objective-hidden`, value.objective)}
-          onChange={(event) => change({ objective: event.target.value })}
+          onChange={(event) => change({ objective: event.target.value }, 'objective')}
         />
+        {fieldError('objective')}
         <HiddenCharacters id={`${id}-objective-hidden`} text={value.objective} />
 
         <fieldset>
@@ -124,17 +159,16 @@ export function SenderCard({
               <li key={index}>
                 <label htmlFor={`${id}-state-${index}`}>{t.stateItem(index + 1)}</label>
                 <textarea
-                  id={`${id}-state-${index}`}
-                  rows={2}
-                  value={item.text}
-                  aria-describedby={[
+                  {...field(
+                    `state-${index}`,
                     `${id}-basis-${index}`,
                     describedByHidden(`${id}-state-${index}-hidden`, item.text),
-                  ]
-                    .filter(Boolean)
-                    .join(' ')}
+                  )}
+                  rows={2}
+                  value={item.text}
                   onChange={(event) => changeItem(index, event.target.value)}
                 />
+                {fieldError(`state-${index}`)}
                 <HiddenCharacters id={`${id}-state-${index}-hidden`} text={item.text} />
                 <span id={`${id}-basis-${index}`} className="hint">
                   {basis(item)}
@@ -143,23 +177,33 @@ export function SenderCard({
                   type="button"
                   className="link"
                   aria-label={t.removeStateItem(index + 1)}
-                  onClick={() => change({ state: value.state.filter((_, i) => i !== index) })}
+                  onClick={() =>
+                    change(
+                      { state: value.state.filter((_, i) => i !== index) },
+                      ...value.state.map((_, i) => `state-${i}`),
+                    )
+                  }
                 >
                   {t.remove}
                 </button>
               </li>
             ))}
           </ol>
-          <button type="button" onClick={() => change({ state: [...value.state, emptyItem()] })}>
+          <button
+            type="button"
+            onClick={() =>
+              change({ state: [...value.state, emptyItem()] }, ...value.state.map((_, i) => `state-${i}`))
+            }
+          >
             {t.addStateItem}
           </button>
         </fieldset>
 
         <label htmlFor={`${id}-disposition`}>{t.disposition}</label>
         <select
-          id={`${id}-disposition`}
+          {...field('disposition')}
           value={value.disposition}
-          onChange={(event) => change({ disposition: event.target.value as Disposition })}
+          onChange={(event) => change({ disposition: event.target.value as Disposition }, 'disposition')}
         >
           {dispositions.map((disposition) => (
             <option key={disposition} value={disposition}>
@@ -167,49 +211,54 @@ export function SenderCard({
             </option>
           ))}
         </select>
+        {fieldError('disposition')}
         {value.disposition === 'blocked' && (
           <div className="blocked">
             <label htmlFor={`${id}-question`}>{t.blockedQuestion}</label>
             <textarea
-              id={`${id}-question`}
+              {...field('question')}
               rows={2}
               required
               value={value.question}
-              onChange={(event) => change({ question: event.target.value })}
+              onChange={(event) => change({ question: event.target.value }, 'question')}
             />
+            {fieldError('question')}
             <label htmlFor={`${id}-options`}>{t.blockedOptions}</label>
             <textarea
-              id={`${id}-options`}
+              {...field('options')}
               rows={3}
               required
               value={value.options}
-              onChange={(event) => change({ options: event.target.value })}
+              onChange={(event) => change({ options: event.target.value }, 'options')}
             />
+            {fieldError('options')}
             <label htmlFor={`${id}-impact`}>{t.blockedImpact}</label>
             <textarea
-              id={`${id}-impact`}
+              {...field('impact')}
               rows={2}
               required
               value={value.impact}
-              onChange={(event) => change({ impact: event.target.value })}
+              onChange={(event) => change({ impact: event.target.value }, 'impact')}
             />
+            {fieldError('impact')}
           </div>
         )}
 
         <label htmlFor={`${id}-next`}>{t.nextAction}</label>
         <textarea
-          id={`${id}-next`}
+          {...field(
+            'next',
+            `${id}-next-basis`,
+            describedByHidden(`${id}-next-hidden`, value.nextAction.text),
+          )}
           rows={2}
           required
           value={value.nextAction.text}
-          aria-describedby={[
-            `${id}-next-basis`,
-            describedByHidden(`${id}-next-hidden`, value.nextAction.text),
-          ]
-            .filter(Boolean)
-            .join(' ')}
-          onChange={(event) => change({ nextAction: { ...value.nextAction, text: event.target.value } })}
+          onChange={(event) =>
+            change({ nextAction: { ...value.nextAction, text: event.target.value } }, 'next')
+          }
         />
+        {fieldError('next')}
         <HiddenCharacters id={`${id}-next-hidden`} text={value.nextAction.text} />
         <span id={`${id}-next-basis`} className="hint basis-line">
           {basis(value.nextAction)}
@@ -217,16 +266,16 @@ export function SenderCard({
 
         <label htmlFor={`${id}-omissions`}>{t.omissions}</label>
         <textarea
-          id={`${id}-omissions`}
+          {...field('omissions', describedByHidden(`${id}-omissions-hidden`, value.omissions))}
           rows={3}
           value={value.omissions}
-          aria-describedby={describedByHidden(`${id}-omissions-hidden`, value.omissions)}
-          onChange={(event) => change({ omissions: event.target.value })}
+          onChange={(event) => change({ omissions: event.target.value }, 'omissions')}
         />
+        {fieldError('omissions')}
         <HiddenCharacters id={`${id}-omissions-hidden`} text={value.omissions} />
 
         <div className="actions">
-          <button type="submit" className="primary" disabled={running}>
+          <button type="submit" className="primary" ref={submitRef} disabled={running}>
             {running ? t.sending : t.sendHandoff}
           </button>
           {edited && (

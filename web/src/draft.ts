@@ -123,3 +123,42 @@ export function sendKey(draft: Draft, scope_id: string): string {
   const { source_id: _unused, ...rest } = boundaryInput(draft, scope_id, '');
   return JSON.stringify(rest);
 }
+
+/**
+ * The card's field a path of handoff_current_work's input names (`objective`, `state-2`,
+ * `next`, …). Blank state items are not sent, so `current_state.N` is the N-th non-blank item.
+ */
+export function cardField(path: string, draft: Draft): string | undefined {
+  const [head, part] = path.split('.');
+  switch (head) {
+    case 'objective':
+    case 'disposition':
+    case 'omissions':
+      return head;
+    case 'next_action':
+      return 'next';
+    case 'blocked':
+      return part === 'question' || part === 'options' || part === 'impact' ? part : undefined;
+    case 'current_state': {
+      const sent = draft.state.flatMap((item, index) => (item.text.trim() ? [index] : []));
+      const index = sent[Number(part)];
+      return index === undefined ? undefined : `state-${index}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The card's fields in the order they are shown: the first refused one takes the focus. */
+export function cardFields(draft: Draft): string[] {
+  return [
+    'objective',
+    ...draft.state.map((_, index) => `state-${index}`),
+    'disposition',
+    'question',
+    'options',
+    'impact',
+    'next',
+    'omissions',
+  ];
+}

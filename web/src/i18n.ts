@@ -15,6 +15,8 @@ const en = {
   tokenHelp:
     'Paste a token from `baton token create`. It is sent once to open a session and never stored by the page.',
   loginFailed: 'Login failed',
+  sessionEnded:
+    'Your session ended: it expired, was ended in another tab, or its token was revoked. Log in again; what you typed is kept for the same project.',
   project: (id: string) => `Project ${id}`,
   workstreams: 'Workstreams',
   noWorkstreams: 'No workstreams yet. Capture a source or hand off work with the CLI or the API first.',
@@ -167,6 +169,8 @@ const zhCN: Messages = {
   tokenLabel: '项目令牌',
   tokenHelp: '粘贴 `baton token create` 生成的令牌。它只用于建立会话，页面不会保存它。',
   loginFailed: '登录失败',
+  sessionEnded:
+    '会话已结束：它已过期、在另一个标签页中被结束，或其令牌已被吊销。请重新登录；同一项目中已输入的内容会保留。',
   project: (id) => `项目 ${id}`,
   workstreams: '工作流',
   noWorkstreams: '还没有工作流。请先用命令行或 API 记录来源或提交交接。',

@@ -6,7 +6,8 @@
  * sender has not seen.
  */
 import { ApiError, type Api } from './api.ts';
-import { boundaryInput, sendKey, type Draft } from './draft.ts';
+import { boundaryInput, cardField, sendKey, type Draft } from './draft.ts';
+import { fieldErrors, issuesOf } from './issues.ts';
 import { newAttemptId } from './ids.ts';
 import type { CommitResult } from './types.ts';
 
@@ -21,6 +22,8 @@ export interface SendAttempt {
   };
   readonly phase: 'preparing' | 'committing' | 'partial' | 'head_moved' | 'failed';
   readonly error?: string;
+  /** With failed: what the server refused, by the card's field (see cardField). */
+  readonly fields?: Readonly<Record<string, string>>;
   /** With head_moved: the revision someone else published first. */
   readonly head?: number;
 }
@@ -68,7 +71,7 @@ export async function send(request: SendRequest): Promise<CommitResult | null> {
       ? previous
       : { source_id: newAttemptId('web-boundary'), key, phase: 'preparing' };
   if (!attempt.prepared || attempt.prepared.base_revision !== shown) {
-    update({ ...attempt, phase: 'preparing', error: undefined });
+    update({ ...attempt, phase: 'preparing', error: undefined, fields: undefined });
     try {
       // The same source_id and content again returns the stored boundary: a retry stores nothing new.
       const result = await api.prepareCurrent(boundaryInput(draft, scope_id, attempt.source_id));
@@ -81,7 +84,8 @@ export async function send(request: SendRequest): Promise<CommitResult | null> {
         },
       };
     } catch (error) {
-      update({ ...attempt, phase: 'failed', error: message(error) });
+      const fields = fieldErrors(issuesOf(error), (path) => cardField(path, draft));
+      update({ ...attempt, phase: 'failed', error: message(error), fields });
       return null;
     }
   }
