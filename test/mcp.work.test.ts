@@ -266,6 +266,33 @@ describe('managed work over MCP (stdio)', () => {
     }
   });
 
+  it('answers work_verify promptly when a criterion prints 64 KiB of one long word', async () => {
+    // Output is scrubbed on the server's event loop before it is stored; a scrubber that
+    // backtracked over long runs of name characters froze the server for minutes here.
+    const session_id = 'claude-long-word';
+    await good('work_revise', {
+      session_id,
+      objective: 'long output',
+      criteria: [
+        {
+          criterion_id: 'long',
+          statement: 'prints one long word',
+          kind: { type: 'shell', command: "yes password | tr -d '\\n' | head -c 65536" },
+        },
+      ],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['long'] }],
+    });
+    const started = Date.now();
+    const result = await client.callTool({ name: 'work_verify', arguments: { session_id } }, undefined, {
+      timeout: 20_000,
+    });
+    expect(result.isError).toBeFalsy();
+    expect((result.structuredContent as { verdicts: { verdict: string }[] }).verdicts).toEqual([
+      expect.objectContaining({ verdict: 'passed' }),
+    ]);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 30_000);
+
   it('secret canaries from the environment, a workspace file and command output reach no result and no ledger entry', async () => {
     const session_id = 'claude-secrets';
     await good('work_revise', {
