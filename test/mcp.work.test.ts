@@ -266,6 +266,70 @@ describe('managed work over MCP (stdio)', () => {
     }
   });
 
+  it('answers work_verify promptly when a criterion prints 64 KiB of one long word', async () => {
+    // Output is scrubbed on the server's event loop before it is stored; a scrubber that
+    // backtracked over long runs of name characters froze the server for minutes here.
+    const session_id = 'claude-long-word';
+    await good('work_revise', {
+      session_id,
+      objective: 'long output',
+      criteria: [
+        {
+          criterion_id: 'long',
+          statement: 'prints one long word',
+          kind: { type: 'shell', command: "yes password | tr -d '\\n' | head -c 65536" },
+        },
+      ],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['long'] }],
+    });
+    const started = Date.now();
+    const result = await client.callTool({ name: 'work_verify', arguments: { session_id } }, undefined, {
+      timeout: 20_000,
+    });
+    expect(result.isError).toBeFalsy();
+    expect((result.structuredContent as { verdicts: { verdict: string }[] }).verdicts).toEqual([
+      expect.objectContaining({ verdict: 'passed' }),
+    ]);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 30_000);
+
+  it('stops running criteria when the client gives up on work_verify, and records nothing of it', async () => {
+    const session_id = 'claude-gives-up';
+    // A sleep no other test or process runs, to find on the host: the sandbox's processes are
+    // visible from outside its PID namespace.
+    const marker = `${40 + (process.pid % 1000) / 1000}`;
+    const running = () => {
+      try {
+        return execFileSync('pgrep', ['-f', `^sleep ${marker}$`], { encoding: 'utf8' }).trim() !== '';
+      } catch {
+        return false;
+      }
+    };
+    await good('work_revise', {
+      session_id,
+      objective: 'slow checks',
+      criteria: ['one', 'two'].map((criterion_id) => ({
+        criterion_id,
+        statement: 'sleeps',
+        kind: { type: 'shell', command: `sleep ${marker}` },
+      })),
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['one', 'two'] }],
+    });
+    const before = await good<{ position: number }>('work_get', { session_id });
+    // The SDK client cancels a request it stops waiting for (notifications/cancelled).
+    await expect(
+      client.callTool({ name: 'work_verify', arguments: { session_id } }, undefined, { timeout: 1500 }),
+    ).rejects.toThrow(/timed out/i);
+    const deadline = Date.now() + 5000;
+    while (running() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(running()).toBe(false);
+    // Still nothing recorded once the second criterion would have started.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(running()).toBe(false);
+    const after = await good<{ position: number }>('work_get', { session_id });
+    expect(after.position).toBe(before.position);
+  }, 30_000);
+
   it('secret canaries from the environment, a workspace file and command output reach no result and no ledger entry', async () => {
     const session_id = 'claude-secrets';
     await good('work_revise', {

@@ -59,6 +59,11 @@ export type SandboxResult =
 export interface SandboxOptions {
   /** Path or name (looked up on PATH) of the bubblewrap binary; default `bwrap`. */
   readonly bwrap?: string;
+  /**
+   * Aborting it kills the sandbox at once, as a timeout does; the run then ends `timed_out`.
+   * A signal already aborted runs nothing.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export type SandboxProbe =
@@ -228,6 +233,7 @@ function runBwrap(
   args: readonly string[],
   timeoutMs: number,
   limit: number,
+  signal: AbortSignal | undefined,
 ): Promise<BwrapRun> {
   return new Promise((resolve) => {
     const started = performance.now();
@@ -250,7 +256,8 @@ function runBwrap(
     const stopWaiting = (): void => {
       for (const stream of [out, err, fd3]) stream?.destroy();
     };
-    const timer = setTimeout(() => {
+    const kill = (): void => {
+      if (grace !== undefined) return;
       // A process outside the sandbox (only a fake bwrap could leave one) may hold the pipes
       // open after bwrap exited or was killed: stop waiting for them after a grace period.
       grace = setTimeout(stopWaiting, drainGraceMs);
@@ -262,12 +269,15 @@ function runBwrap(
       } catch {
         // The group is already gone.
       }
-    }, timeoutMs);
+    };
+    const timer = setTimeout(kill, timeoutMs);
+    signal?.addEventListener('abort', kill, { once: true });
     const finish = (result: BwrapRun): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       clearTimeout(grace);
+      signal?.removeEventListener('abort', kill);
       resolve(result);
     };
     child.on('error', (error) =>
@@ -320,7 +330,7 @@ function setupFailure(run: Extract<BwrapRun, { kind: 'exited' }>): string {
 export async function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
   const parts = sentinelParts();
   const args = [...bwrapArguments('/', await homeToHide()), ...guardArguments(parts, ':')];
-  const run = await runBwrap(options.bwrap ?? 'bwrap', args, probeTimeoutMs, 64 * 1024);
+  const run = await runBwrap(options.bwrap ?? 'bwrap', args, probeTimeoutMs, 64 * 1024, undefined);
   if (run.kind === 'spawn_failed') return { available: false, detail: run.detail };
   if (run.report !== parts.join('')) return { available: false, detail: setupFailure(run) };
   if (run.exit_code !== 0 || run.stdout !== '') {
@@ -401,7 +411,15 @@ export async function runSandboxed(
     ...bwrapArguments(workspace, await homeToHide(), hidden),
     ...guardArguments(parts, request.command),
   ];
-  const run = await runBwrap(options.bwrap ?? 'bwrap', args, request.timeout_ms, request.output_limit_bytes);
+  if (options.signal?.aborted)
+    return { status: 'timed_out', stdout: '', stderr: '', truncated: false, duration_ms: 0 };
+  const run = await runBwrap(
+    options.bwrap ?? 'bwrap',
+    args,
+    request.timeout_ms,
+    request.output_limit_bytes,
+    options.signal,
+  );
   if (run.kind === 'spawn_failed')
     return { status: 'unavailable', reason: 'sandbox_unavailable', detail: run.detail };
   if (run.report !== parts.join('')) {

@@ -58,6 +58,11 @@ export interface VerifyOptions {
   readonly judge?: SemanticJudge;
   /** Told as each criterion starts, in the order they run: a shell criterion can take minutes. */
   readonly onCriterion?: (progress: CriterionProgress) => void;
+  /**
+   * The caller gave up (an MCP client cancelled, or its connection closed): the running shell
+   * criterion is killed, no other starts, nothing is recorded, and verifyWork throws.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface CriterionProgress {
@@ -245,7 +250,7 @@ async function checkShell(
       timeout_ms: options.timeout_ms ?? verifyDefaults.timeout_ms,
       output_limit_bytes: options.output_limit_bytes ?? verifyDefaults.output_limit_bytes,
     },
-    options.sandbox,
+    { ...options.sandbox, signal: options.signal },
   );
   if (result.status === 'unavailable') {
     return { verdict: 'unavailable', reason: `sandbox_unavailable: ${result.detail}`, evidence: [] };
@@ -301,6 +306,18 @@ function checkReceipt(
   };
 }
 
+function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    throw new BatonError(
+      'unavailable',
+      'the verification was cancelled by its caller; nothing was recorded',
+      {
+        rule: 'cancelled',
+      },
+    );
+  }
+}
+
 /** Run every criterion of the live contract and record the verdicts; see the module comment. */
 export async function verifyWork(
   deps: AppDeps,
@@ -344,6 +361,7 @@ export async function verifyWork(
   const criteria = [...contract.contract.criteria].sort((a, b) => stage[a.kind.type] - stage[b.kind.type]);
   const checks: { criterion: WorkCriterion; check: Check }[] = [];
   for (const [at, criterion] of criteria.entries()) {
+    throwIfCancelled(options.signal);
     const kind = criterion.kind;
     options.onCriterion?.({
       index: at + 1,
@@ -389,6 +407,7 @@ export async function verifyWork(
     }
     checks.push({ criterion, check });
   }
+  throwIfCancelled(options.signal);
 
   // Everything stored is scrubbed: output, reasons; the verdicts cite the stored output.
   const entries: SessionEntryInput[] = [];

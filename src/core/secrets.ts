@@ -41,9 +41,14 @@ function assignedValue(_match: string, [prefix, value]: readonly (string | undef
   return `${prefix ?? ''}${quote}${redactionMarker}${quote}`;
 }
 
-/** Names of assignments whose value is a secret: `password=…`, `"api_key": "…"`, `AWS_SECRET_ACCESS_KEY=…`. */
+/**
+ * Names of assignments whose value is a secret: `password=…`, `"api_key": "…"`,
+ * `AWS_SECRET_ACCESS_KEY=…`. A name is a whole run of name characters that holds one of the words
+ * (a look-ahead), matched from the run's start only: `.*word.*` tried at every position
+ * backtracked over a long run for minutes.
+ */
 const secretName =
-  '[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)[A-Za-z0-9_.-]*';
+  '(?<![A-Za-z0-9_.-])(?=[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?))[A-Za-z0-9_.-]+';
 
 /** Specific formats first, so that a generic rule never splits a token a specific rule knows. */
 const rules: readonly Rule[] = [
@@ -54,8 +59,15 @@ const rules: readonly Rule[] = [
   },
   // Baton API tokens (src/app/auth.ts: `baton_` and 32 random bytes in base64url).
   { pattern: /\bbaton_[A-Za-z0-9_-]{32,}/g, replace: whole },
-  // JSON Web Tokens: base64url header and payload that both start with `{"`.
-  { pattern: /\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, replace: whole },
+  // JSON Web Tokens: base64url header and payload that both start with `{"`. Tried only from the
+  // first `eyJ` of a run of token characters (kept as the prefix): a later one in the same run
+  // ends at the same `.`, so it matches only if the first does, and trying each would re-scan
+  // the run every time.
+  {
+    pattern:
+      /(?<![A-Za-z0-9_-])((?:(?!\beyJ)[A-Za-z0-9_-])*)(\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)/g,
+    replace: afterPrefix,
+  },
   // AWS access key ids.
   { pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, replace: whole },
   // GitHub tokens: classic, OAuth, app and fine-grained.
@@ -69,8 +81,9 @@ const rules: readonly Rule[] = [
   // `sk-…` keys (OpenAI, Anthropic and their kin) and Stripe-style `sk_live_…`.
   { pattern: /\bsk-[A-Za-z0-9_-]{20,}/g, replace: whole },
   { pattern: /\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: whole },
-  // Passwords in URLs: scheme://user:password@host keeps the user.
-  { pattern: /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*:)([^\s/@]+)(?=@)/gi, replace: afterPrefix },
+  // Passwords in URLs: scheme://user:password@host keeps the user. A scheme starts where a run
+  // of scheme characters starts, not after each `.`, `+` or `-` in it (which re-scanned the run).
+  { pattern: /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*:)([^\s/@]+)(?=@)/gi, replace: afterPrefix },
   // Bearer credentials anywhere, then any Authorization header's credential (`Basic …`, `token …`).
   { pattern: /\b(Bearer\s+)([A-Za-z0-9._~+/=-]{8,})/gi, replace: afterPrefix },
   { pattern: /\b(Authorization["']?\s*[:=]\s*["']?(?:[A-Za-z]+\s+)?)([^\s"',;]+)/gi, replace: afterPrefix },

@@ -63,6 +63,8 @@ interface WorkTool {
     args: Record<string, unknown>,
     actor: Actor,
     progress: (progress: CriterionProgress) => void,
+    /** Aborted when the client cancels the call or the session closes. */
+    signal: AbortSignal,
   ): Promise<unknown>;
 }
 
@@ -186,12 +188,12 @@ const workTools: readonly WorkTool[] = [
     idempotent: false,
     input: z.strictObject({ ...session, contract_id: z.string().optional() }),
     output: workResultSchemas.verification,
-    run: async (options, args, _actor, progress) => {
+    run: async (options, args, _actor, progress, signal) => {
       const report = await verifyWork(
         options.deps,
         options.principal.project_id,
         args as { session_id: string; contract_id?: string },
-        { onCriterion: progress },
+        { onCriterion: progress, signal },
       );
       return { ...report, snapshot: withGate(report.snapshot), trust: 'untrusted_observation' };
     },
@@ -218,7 +220,13 @@ async function call(
     authorize(options.principal, tool.access);
     parseRecord(tool.input, args, `${tool.name} input`);
     const actor: Actor = { type: 'model', id: `token:${options.principal.token_id}` };
-    const result = await tool.run(options, args as Record<string, unknown>, actor, progressOf(extra));
+    const result = await tool.run(
+      options,
+      args as Record<string, unknown>,
+      actor,
+      progressOf(extra),
+      extra.signal,
+    );
     return success(result, 'untrusted_history');
   } catch (error) {
     if (isBatonError(error)) return failure(error.code, error.message, error.data);
