@@ -6,7 +6,9 @@
  * 10,001 characters, each other value its enum allows) and the server's verdict must be the document's. Every query,
  * path and header parameter of every operation is tried the same way, one at a time, and a query
  * parameter the operation does not list must be refused. The document is checked with a real
- * JSON Schema 2020-12 validator (Ajv), never with the zod schemas it came from.
+ * JSON Schema 2020-12 validator (Ajv), never with the zod schemas it came from. It is the
+ * document each server serves, on a server with the default [work] limits and on one with
+ * tighter ones: a server's document states its own limits, and no refusal of them is excused.
  */
 /* eslint-disable @typescript-eslint/no-unsafe-member-access -- the document and reply bodies are parsed JSON */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +18,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseReply, startHarness, type HttpHarness, type Reply } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
+import { defaultWorkConfig, type WorkConfig } from '../src/core/work/config.ts';
+import { contractBounds } from '../src/core/work/model.ts';
+import { openApiDocument } from '../src/http/openapi.ts';
 import { contractBody } from './helpers/work-surface.ts';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -171,9 +176,6 @@ const relationalRules = new Set([
   'uncited_position',
   // A required item with no required criterion: a relation between an item and the criteria.
   'missing_required_criteria',
-  // More items than the server's [work] max_items: a bound of its configuration, which the
-  // document states in words (its maxItems is the bound no configuration passes).
-  'too_many_items',
 ]);
 
 interface Refusal {
@@ -458,11 +460,20 @@ function shapeTrials(
     values.push([], [null], [0], [true], [{}], [[]], 'x', {});
     if (first !== undefined) {
       values.push([...value, first]);
+      // Entries no two of which may share a key are copied under new names, so a count is all they try.
+      const key = schemas.map((schema) => schema['x-baton-unique-by']).find((by) => typeof by === 'string');
+      const entry = (index: number): Json => {
+        const copied = value[index % value.length]!;
+        if (key === undefined || index < value.length || copied === null || typeof copied !== 'object')
+          return copied;
+        const named = copied as Record<string, Json>;
+        return { ...named, [key]: `${named[key] as string}-${index}` };
+      };
       for (const count of [...numbersIn(schemas, 'maxItems'), ...numbersIn(schemas, 'minItems')]) {
         for (const wanted of [count - 1, count, count + 1].filter(
           (wanted) => wanted >= 0 && wanted !== value.length,
         ))
-          values.push(Array.from({ length: wanted }, (_item, index) => value[index % value.length]!));
+          values.push(Array.from({ length: wanted }, (_item, index) => entry(index)));
       }
     }
   } else if (value !== null && typeof value === 'object') {
@@ -481,7 +492,36 @@ function shapeTrials(
   return trials;
 }
 
-describe('the OpenAPI document states what the server enforces', () => {
+/**
+ * The servers the document is checked on: one with the default `[work]` configuration, and one
+ * whose limits the probes' contract just fits (two items, a revise to revision 2).
+ */
+const configurations: readonly { readonly name: string; readonly work: WorkConfig }[] = [
+  { name: 'default [work] limits', work: defaultWorkConfig },
+  {
+    name: '[work] max_items = 3, max_revisions = 2',
+    work: { ...defaultWorkConfig, max_items: 3, max_revisions: 2 },
+  },
+];
+
+it('a document for no server in particular states the bounds no configuration passes, and the configured ones in words', () => {
+  const paths = openApiDocument().paths as Record<string, Record<string, Schema>>;
+  const properties = (path: string) =>
+    ((paths[path]!.post!.requestBody as Schema).content as Record<string, { schema: Schema }>)[
+      'application/json'
+    ]!.schema.properties as Record<string, Schema>;
+  const revise = properties('/v1/sessions/{session_id}/work/revise');
+  for (const items of [properties('/v1/sessions/{session_id}/work/contracts').items!, revise.items!]) {
+    expect(items.maxItems).toBe(contractBounds.items);
+    expect(items.description).toContain(`[work] max_items (${defaultWorkConfig.max_items} unless configured`);
+  }
+  expect(revise.previous_revision!.maximum).toBe(contractBounds.revisions - 1);
+  expect(revise.previous_revision!.description).toContain(
+    `[work] max_revisions (${defaultWorkConfig.max_revisions} unless configured`,
+  );
+});
+
+describe.each(configurations)('the OpenAPI document states what the server enforces ($name)', ({ work }) => {
   let h: HttpHarness;
   let workspace: string;
   let document: Schema;
@@ -490,7 +530,7 @@ describe('the OpenAPI document states what the server enforces', () => {
 
   beforeAll(async () => {
     workspace = mkdtempSync(join(tmpdir(), 'baton-contract-'));
-    h = await startHarness(backend, { workspaceRoots: [workspace] });
+    h = await startHarness(backend, { workspaceRoots: [workspace], work });
     document = (await h.call('GET', '/v1/openapi.json', { token: null })).body as Schema;
     probes = await validBodies();
   });
@@ -682,6 +722,18 @@ describe('the OpenAPI document states what the server enforces', () => {
     await run('/v1/sessions/work/query', { session_ids: ['s1'] });
     return probes;
   }
+
+  it("states the server's [work] limits: a contract's items, and the revision a revise follows", () => {
+    const body = (path: string) =>
+      ((document.paths as Record<string, Record<string, Schema>>)[path]!.post!.requestBody as Schema)
+        .content as Record<string, { schema: { properties: Record<string, Schema> } }>;
+    const create = body('/v1/sessions/{session_id}/work/contracts')['application/json']!.schema.properties;
+    const revise = body('/v1/sessions/{session_id}/work/revise')['application/json']!.schema.properties;
+    expect(create.items!.maxItems).toBe(work.max_items);
+    expect(revise.items!.maxItems).toBe(work.max_items);
+    // Revision max_revisions is the last one: the revision before it is the last a revise follows.
+    expect(revise.previous_revision!.maximum).toBe(work.max_revisions - 1);
+  });
 
   it('every operation with a JSON body has a valid body here, and both sides take it', () => {
     const withBodies = Object.values(document.paths as Record<string, Record<string, Schema>>).flatMap(
