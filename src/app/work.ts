@@ -515,7 +515,7 @@ function contractItems(limits: WorkLimits | undefined) {
  * The revision a revise follows: one before the limits' max_revisions, the last revision there
  * is. Without limits, one before the bound no configuration passes.
  */
-function previousRevision(limits: WorkLimits | undefined) {
+export function previousRevision(limits: WorkLimits | undefined) {
   const last = limits?.max_revisions ?? contractBounds.revisions;
   return revision.max(last - 1).meta({
     description:
