@@ -15,12 +15,28 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportStream } from '../src/app/ledger.ts';
+import { defaultWorkConfig } from '../src/core/work/config.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { workToolNames } from '../src/mcp/work-tools.ts';
 import { noAuthorityPattern, ok } from './helpers/mcp.ts';
 import { runBaton, spawnServe, type ServeProcess } from './helpers/serve-process.ts';
 
 const entry = join(import.meta.dirname, 'helpers', 'mcp-stdio-entry.ts');
+
+/** The bounds work_revise's listed input schema states. */
+function reviseLimits(tools: readonly { name: string; inputSchema: { properties?: object } }[]) {
+  const revise = tools.find((tool) => tool.name === 'work_revise')!.inputSchema.properties as Record<
+    string,
+    { maxItems?: number; maximum?: number }
+  >;
+  return {
+    items: revise.items?.maxItems,
+    previous_revision: revise.previous_revision?.maximum,
+    criteria: revise.criteria?.maxItems,
+    constraints: revise.constraints?.maxItems,
+    assumptions: revise.assumptions?.maxItems,
+  };
+}
 const canary = `zz-mcp-canary-${process.pid}-${Date.now()}`;
 const fileCanary = `ghp_${'Z'.repeat(36)}`;
 
@@ -111,17 +127,15 @@ describe('managed work over MCP (stdio)', () => {
       expect(tool.annotations?.readOnlyHint).toBe(tool.name === 'work_get');
       expect(tool.inputSchema.properties ?? {}).not.toHaveProperty('project_id');
     }
-    // The listed schema states the limits the input is held to, so a model can keep to them.
-    const revise = work.find((tool) => tool.name === 'work_revise')!.inputSchema.properties as Record<
-      string,
-      { maxItems?: number }
-    >;
-    expect({
-      items: revise.items?.maxItems,
-      criteria: revise.criteria?.maxItems,
-      constraints: revise.constraints?.maxItems,
-      assumptions: revise.assumptions?.maxItems,
-    }).toEqual({ items: 1000, criteria: 1000, constraints: 256, assumptions: 256 });
+    // The listed schema states the limits the input is held to, so a model can keep to them:
+    // this server's [work] limits (the defaults here) among them.
+    expect(reviseLimits(work)).toEqual({
+      items: defaultWorkConfig.max_items,
+      previous_revision: defaultWorkConfig.max_revisions - 1,
+      criteria: 1000,
+      constraints: 256,
+      assumptions: 256,
+    });
   });
 
   it('works a contract from proposal to verified completion; the model never completes it itself', async () => {
@@ -378,6 +392,7 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
     workspace = mkdtempSync(join(tmpdir(), 'baton-mcp-http-ws-'));
     execFileSync('git', ['init', '-q', workspace]);
     writeFileSync(join(workspace, 'notes.md'), 'all done\n');
+    writeFileSync(join(workspace, 'baton.toml'), '[work]\nmax_items = 5\nmax_revisions = 3\n');
     const database = join(dir, 'baton.db');
     const init = await runBaton(['init', '--project', 'acme', '--json'], database, workspace);
     expect(init.code, init.stderr).toBe(0);
@@ -396,6 +411,26 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
     expect(await server?.stop()).toBe(0);
     rmSync(dir, { recursive: true, force: true });
     rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it("states the [work] limits of baton serve's baton.toml, in the tool list and in the OpenAPI document", async () => {
+    const { tools } = await client.listTools();
+    expect(reviseLimits(tools)).toEqual({
+      items: 5,
+      previous_revision: 2,
+      criteria: 1000,
+      constraints: 256,
+      assumptions: 256,
+    });
+    const document = (await (await fetch(`${server.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, { post: { requestBody: { content: Record<string, { schema: unknown }> } } }>;
+    };
+    const body = (path: string) =>
+      document.paths[path]!.post.requestBody.content['application/json']!.schema as {
+        properties: Record<string, { maxItems?: number; maximum?: number }>;
+      };
+    expect(body('/v1/sessions/{session_id}/work/contracts').properties.items!.maxItems).toBe(5);
+    expect(body('/v1/sessions/{session_id}/work/revise').properties.previous_revision!.maximum).toBe(2);
   });
 
   it('starts a session in the workspace baton serve runs in, so file and shell criteria are checked there', async () => {

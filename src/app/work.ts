@@ -47,7 +47,7 @@ import {
   type SessionHeader,
 } from '../core/work/session.ts';
 import { retryFrom } from '../core/work/transitions.ts';
-import { checkOwner, validateContract, type ValidationContext } from '../core/work/validate.ts';
+import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
 import { checkWorkspaceBoundary, workspaceChecker } from './workspace-paths.ts';
 
@@ -472,7 +472,66 @@ const uniqueIds = (max: number) =>
     .meta({ uniqueItems: true })
     .default([]);
 
-/** A contract's definition as callers send it, held to the contract's own bounds from the start. */
+const base = { session_id: sessionIdSchema };
+const which = { contract_id: workIdSchema.optional() };
+const revision = z.number().int().min(1);
+const reason = z.string().max(4000);
+
+/**
+ * What a server's `[work]` configuration bounds in a request: how many items a contract holds,
+ * and how far its revisions go. Its OpenAPI document and MCP tool list state them.
+ */
+export type WorkLimits = Pick<WorkConfig, 'max_items' | 'max_revisions'>;
+
+/**
+ * The items of a contract: at most the limits' max_items. Without limits (a schema for no
+ * server in particular), the bound no configuration passes, and the configured one in words.
+ */
+function contractItems(limits: WorkLimits | undefined) {
+  return uniqueBy(
+    z
+      .array(
+        workItemDefinitionSchema.extend({
+          title: nonBlankText(400, 'an item needs a title'),
+          dependencies: uniqueIds(256),
+          criterion_ids: uniqueIds(64),
+        }),
+      )
+      .min(1, 'a contract holds at least one item')
+      .max(limits?.max_items ?? contractBounds.items),
+    'item_id',
+  ).meta({
+    description:
+      (limits === undefined
+        ? `At least one item, and at most the server's [work] max_items (${defaultWorkConfig.max_items} unless ` +
+          `configured, never more than ${contractBounds.items}): more is refused (too_many_items). `
+        : `At least one item, and at most ${limits.max_items} (this server's [work] max_items): more is ` +
+          'refused (too_many_items). ') + 'No two items have the same item_id.',
+    'x-baton-unique-by': 'item_id',
+  });
+}
+
+/**
+ * The revision a revise follows: one before the limits' max_revisions, the last revision there
+ * is. Without limits, one before the bound no configuration passes.
+ */
+export function previousRevision(limits: WorkLimits | undefined) {
+  const last = limits?.max_revisions ?? contractBounds.revisions;
+  return revision.max(last - 1).meta({
+    description:
+      limits === undefined
+        ? `The contract's current revision. A contract has at most the server's [work] max_revisions ` +
+          `(${defaultWorkConfig.max_revisions} unless configured, never more than ${contractBounds.revisions}): ` +
+          'a revise past it is refused (too_many_revisions).'
+        : `The contract's current revision. A contract has at most ${last} revisions (this server's ` +
+          '[work] max_revisions): a revise past it is refused (too_many_revisions).',
+  });
+}
+
+/**
+ * A contract's definition as callers send it, held to the contract's own bounds from the start;
+ * its items come with the limits they are stated under (contractItems).
+ */
 const definitionFields = {
   objective: nonBlankText(8000, 'the objective is empty'),
   constraints: uniqueBy(
@@ -484,40 +543,25 @@ const definitionFields = {
     'assumption_id',
   ).optional(),
   criteria: uniqueBy(z.array(workCriterionSchema).max(contractBounds.criteria), 'criterion_id').optional(),
-  items: uniqueBy(
-    z
-      .array(
-        workItemDefinitionSchema.extend({
-          title: nonBlankText(400, 'an item needs a title'),
-          dependencies: uniqueIds(256),
-          criterion_ids: uniqueIds(64),
-        }),
-      )
-      .min(1, 'a contract holds at least one item')
-      .max(contractBounds.items),
-    'item_id',
-  ).meta({
-    description:
-      `At least one item, and at most the server's [work] max_items (${defaultWorkConfig.max_items} unless ` +
-      `configured, never more than ${contractBounds.items}): more is refused (too_many_items). ` +
-      'No two items have the same item_id.',
-    'x-baton-unique-by': 'item_id',
-  }),
   source_entry_id: z.string().max(200).optional(),
 };
 
-const base = { session_id: sessionIdSchema };
-const which = { contract_id: workIdSchema.optional() };
-const revision = z.number().int().min(1);
-const reason = z.string().max(4000);
-
-export const createContractFields = {
-  ...base,
-  contract_id: workIdSchema.optional(),
-  ...definitionFields,
-  /** Start beside a live contract on purpose instead of being refused. */
-  branch: z.boolean().optional(),
-};
+/**
+ * A new contract's fields, as a server with these limits states them (its items at most its
+ * max_items); without limits, as any server takes them, which is how every server parses them:
+ * the configured bound is checked with the contract (too_many_items).
+ */
+export function createContractFieldsFor(limits?: WorkLimits) {
+  return {
+    ...base,
+    contract_id: workIdSchema.optional(),
+    ...definitionFields,
+    items: contractItems(limits),
+    /** Start beside a live contract on purpose instead of being refused. */
+    branch: z.boolean().optional(),
+  };
+}
+export const createContractFields = createContractFieldsFor();
 export const confirmFields = {
   ...base,
   ...which,
@@ -536,7 +580,18 @@ export const confirmFields = {
     })
     .optional(),
 };
-export const reviseFields = { ...base, ...which, previous_revision: revision, ...definitionFields, reason };
+/** A revision's fields, as a server with these limits states them (see createContractFieldsFor). */
+export function reviseFieldsFor(limits?: WorkLimits) {
+  return {
+    ...base,
+    ...which,
+    previous_revision: previousRevision(limits),
+    ...definitionFields,
+    items: contractItems(limits),
+    reason,
+  };
+}
+export const reviseFields = reviseFieldsFor();
 export const transitionFields = {
   ...base,
   ...which,
@@ -691,6 +746,9 @@ export async function reviseContract(
   const parsed = parse(reviseFields, input, 'revision');
   return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection, header, config }) => {
     const current = target(projection, parsed.contract_id);
+    // A revision past the limits is refused as such, whatever the current revision is.
+    const counts = { revision: parsed.previous_revision + 1, items: parsed.items.length };
+    checkLimits(current.contract_id, counts, config);
     if (parsed.previous_revision !== current.revision) requireRevision(current, parsed.previous_revision);
     const { reason: why, previous_revision, contract_id: _id, ...definition } = stripSession(parsed);
     const contract = parseRecord(

@@ -2,9 +2,12 @@
  * The OpenAPI 3.1 document of the HTTP API, generated from the operation registry and its zod
  * schemas (JSON Schema 2020-12, which OpenAPI 3.1 uses as is): one operation per registry
  * entry with its operationId, summary and request schema, the error envelope, and security.
+ * A server's document states its own `[work]` limits (a contract's items, its revisions); a
+ * document for no server states the bounds no configuration passes.
  */
 import { z } from 'zod';
 import { operations, type Operation } from '../app/operations.ts';
+import type { WorkLimits } from '../app/work.ts';
 import { errorEnvelopeSchema } from '../core/api.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { csrfHeader, sessionCookieName } from './auth.ts';
@@ -108,12 +111,12 @@ function pathParameters(endpoint: Pick<WorkEndpoint, 'params' | 'fields'>): Json
   }));
 }
 
-function workOperationObject(endpoint: WorkEndpoint): JsonSchema {
+function workOperationObject(endpoint: WorkEndpoint, limits: WorkLimits | undefined): JsonSchema {
+  const fields =
+    limits === undefined || endpoint.fieldsFor === undefined ? endpoint.fields : endpoint.fieldsFor(limits);
   const body = z.strictObject({
-    ...endpoint.fields,
-    ...Object.fromEntries(
-      endpoint.params.map((name) => [name, (endpoint.fields[name] as z.ZodType).optional()]),
-    ),
+    ...fields,
+    ...Object.fromEntries(endpoint.params.map((name) => [name, (fields[name] as z.ZodType).optional()])),
   });
   return {
     operationId: endpoint.operationId,
@@ -233,14 +236,16 @@ const fixedPaths = {
   },
 };
 
-let cached: JsonSchema | undefined;
+/** Built documents by their limits (`any` for none): a server asks for one set all its life. */
+const cached = new Map<string, JsonSchema>();
 
 /**
- * The document for a page at `port` (the Host header's port, null when it names none): built
- * once, with the session cookie's name, which carries the port, filled in per call.
+ * The document for a page at `port` (the Host header's port, null when it names none) of a
+ * server with these `[work]` limits (none: a document for any server), built once per set of
+ * limits, with the session cookie's name, which carries the port, filled in per call.
  */
-export function openApiDocument(port: number | null = null): JsonSchema {
-  const document = baseDocument();
+export function openApiDocument(port: number | null = null, limits?: WorkLimits): JsonSchema {
+  const document = baseDocument(limits);
   const components = document.components as { securitySchemes: Record<string, JsonSchema> };
   const session = { ...components.securitySchemes.session, name: sessionCookieName(port) };
   return {
@@ -249,8 +254,10 @@ export function openApiDocument(port: number | null = null): JsonSchema {
   };
 }
 
-function baseDocument(): JsonSchema {
-  if (cached) return cached;
+function baseDocument(limits: WorkLimits | undefined): JsonSchema {
+  const key = limits === undefined ? 'any' : `${limits.max_items}/${limits.max_revisions}`;
+  const built = cached.get(key);
+  if (built) return built;
   const paths: Record<string, Record<string, JsonSchema>> = { ...fixedPaths };
   for (const operation of operations) {
     paths[operation.path] = {
@@ -260,10 +267,13 @@ function baseDocument(): JsonSchema {
   }
   for (const endpoint of workEndpoints) {
     const path = openApiPath(endpoint.path);
-    paths[path] = { ...paths[path], [endpoint.method.toLowerCase()]: workOperationObject(endpoint) };
+    paths[path] = {
+      ...paths[path],
+      [endpoint.method.toLowerCase()]: workOperationObject(endpoint, limits),
+    };
   }
   paths['/v1/sessions/{session_id}/events'] = { get: workEventsObject() };
-  cached = {
+  const document = {
     openapi: '3.1.0',
     info: {
       title: 'Baton',
@@ -300,5 +310,6 @@ function baseDocument(): JsonSchema {
       },
     },
   };
-  return cached;
+  cached.set(key, document);
+  return document;
 }

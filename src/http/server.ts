@@ -11,6 +11,7 @@ import { authenticateToken } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
 import { batonApiHeader, batonApiVersion } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
+import { defaultWorkConfig } from '../core/work/config.ts';
 import { registerMcpRoutes } from '../mcp/http.ts';
 import { bearerToken, registerSessionRoutes } from './auth.ts';
 import { bodyLimit, installJsonParser } from './body.ts';
@@ -155,7 +156,9 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   await app.register(fastifyCookie, { hook: false });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/v1/openapi.json', async (request) => openApiDocument(request.port));
+  app.get('/v1/openapi.json', async (request) =>
+    openApiDocument(request.port, deps.work ?? defaultWorkConfig),
+  );
   registerSessionRoutes(app, deps);
   registerOperationRoutes(app, deps);
   registerWorkRoutes(

@@ -16,6 +16,7 @@ import {
   confirmWork,
   createContract,
   createContractFields,
+  createContractFieldsFor,
   evidenceFields,
   itemFields,
   readWork,
@@ -24,11 +25,13 @@ import {
   retryItem,
   reviseContract,
   reviseFields,
+  reviseFieldsFor,
   startSession,
   startSessionFields,
   transitionFields,
   transitionItem,
   type StartSessionInput,
+  type WorkLimits,
   type WorkSnapshot,
 } from '../app/work.ts';
 import { errorEnvelopeSchema } from '../core/api.ts';
@@ -116,6 +119,11 @@ export interface WorkEndpoint {
   readonly access: Access;
   /** The input fields; path parameters among them may be left out of the body. */
   readonly fields: z.ZodRawShape;
+  /**
+   * The input fields as a server with these `[work]` limits states them, where they bound the
+   * input (a contract's items); `fields` are what any server takes.
+   */
+  readonly fieldsFor?: (limits: WorkLimits) => z.ZodRawShape;
   /** What it answers, as published (OpenAPI's 200, the typed client's check). */
   readonly output: z.ZodType;
   run(
@@ -204,6 +212,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Create a validated work contract in the session (revision 1).',
     access: 'write',
     fields: createContractFields,
+    fieldsFor: createContractFieldsFor,
     output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => createContract(deps, project_id, input, actor),
   },
@@ -226,6 +235,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     summary: 'Publish the next revision of the live contract; items keep their state by id.',
     access: 'write',
     fields: reviseFields,
+    fieldsFor: reviseFieldsFor,
     output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => reviseContract(deps, project_id, input, actor),
   },

@@ -28,9 +28,12 @@ import {
   reviseContract,
   transitionFields,
   transitionItem,
-  createContractFields,
+  createContractFieldsFor,
+  previousRevision,
+  type WorkLimits,
   type WorkSnapshot,
 } from '../app/work.ts';
+import { defaultWorkConfig } from '../core/work/config.ts';
 import { isBatonError } from '../core/errors.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
@@ -41,12 +44,19 @@ import type { McpServerOptions } from './server.ts';
 
 const session = { session_id: sessionIdSchema };
 
-const reviseInput = z.strictObject({
-  ...createContractFields,
-  /** Absent when the session has no live contract yet: the proposal then creates revision 1. */
-  previous_revision: z.number().int().min(1).optional(),
-  reason: z.string().max(4000).optional(),
-});
+/**
+ * work_revise's input as a server with these `[work]` limits lists it; without limits, as any
+ * server parses it (the configured limits are checked with the contract).
+ */
+function reviseInputFor(limits?: WorkLimits) {
+  return z.strictObject({
+    ...createContractFieldsFor(limits),
+    /** Absent when the session has no live contract yet: the proposal then creates revision 1. */
+    previous_revision: previousRevision(limits).optional(),
+    reason: z.string().max(4000).optional(),
+  });
+}
+const reviseInput = reviseInputFor();
 
 type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -56,6 +66,8 @@ interface WorkTool {
   readonly access: Access;
   readonly idempotent: boolean;
   readonly input: z.ZodType;
+  /** The input as a server with these `[work]` limits lists it, where they bound it. */
+  readonly inputFor?: (limits: WorkLimits) => z.ZodType;
   /** What a success answers (with its own trust label). */
   readonly output: z.ZodType;
   run(
@@ -131,6 +143,7 @@ const workTools: readonly WorkTool[] = [
     access: 'write',
     idempotent: false,
     input: reviseInput,
+    inputFor: reviseInputFor,
     output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args, actor) => {
       const { previous_revision, reason, ...rest } = parseRecord(reviseInput, args, 'work_revise input');
@@ -245,14 +258,16 @@ async function call(
 
 export const workToolNames = workTools.map((tool) => tool.name);
 
+/** Registers the work tools, listing the `[work]` limits of the server's configuration. */
 export function registerWorkTools(server: McpServer, options: McpServerOptions): void {
+  const limits = options.deps.work ?? defaultWorkConfig;
   for (const tool of workTools) {
     server.registerTool(
       tool.name,
       {
         title: tool.name,
         description: `${tool.summary} ${noAuthority}`,
-        inputSchema: listedSchema(tool.input),
+        inputSchema: listedSchema(tool.inputFor?.(limits) ?? tool.input),
         outputSchema: listedOutputSchema(tool.output, 'untrusted_history'),
         annotations: annotations(tool),
       },

@@ -10,6 +10,7 @@ import { createToken } from '../../src/app/auth.ts';
 import type { AppDeps } from '../../src/app/deps.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import type { SourceRef } from '../../src/core/ledger/source.ts';
+import type { WorkConfig } from '../../src/core/work/config.ts';
 import { startServer, type ServeOptions } from '../../src/http/server.ts';
 import type { Store } from '../../src/store/store.ts';
 import type { Backend, OpenedStore } from './stores.ts';
@@ -92,13 +93,18 @@ export async function seedTokens(store: Store): Promise<{ deps: AppDeps; tokens:
   return { deps, tokens };
 }
 
-/** A server on a free port over a fresh store of the backend; dispose closes both. */
+/**
+ * A server on a free port over a fresh store of the backend, with the `[work]` configuration
+ * given (the defaults without one); dispose closes both.
+ */
 export async function startHarness(
   backend: Backend,
-  options: Partial<Omit<ServeOptions, 'deps'>> = {},
+  { work, ...options }: Partial<Omit<ServeOptions, 'deps'>> & { readonly work?: WorkConfig } = {},
 ): Promise<HttpHarness> {
   const opened: OpenedStore = await backend.open();
-  const { deps, tokens } = await seedTokens(opened.store);
+  const seeded = await seedTokens(opened.store);
+  const { tokens } = seeded;
+  const deps: AppDeps = work === undefined ? seeded.deps : { ...seeded.deps, work };
   const server = await startServer({ logger: false, ...options, deps, port: 0 });
   const port = Number(new URL(server.url).port);
   return {

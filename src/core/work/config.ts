@@ -6,13 +6,14 @@
 import { z } from 'zod';
 import { BatonError } from '../errors.ts';
 import { schemaIssues } from '../records.ts';
+import { contractBounds } from './model.ts';
 import { workModes } from './session.ts';
 
 export const workConfigSchema = z.object({
   enabled: z.boolean().default(true),
   default_mode: z.enum(workModes).default('direct'),
-  max_items: z.number().int().min(1).max(1000).default(20),
-  max_revisions: z.number().int().min(1).max(1000).default(8),
+  max_items: z.number().int().min(1).max(contractBounds.items).default(20),
+  max_revisions: z.number().int().min(1).max(contractBounds.revisions).default(8),
   max_parallel: z.number().int().min(1).max(256).default(4),
   confirmation: z.enum(['risk-based', 'always', 'never']).default('risk-based'),
 });

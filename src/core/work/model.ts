@@ -108,7 +108,13 @@ export const workItemDefinitionSchema = z.looseObject({
 export type WorkItemDefinition = z.output<typeof workItemDefinitionSchema>;
 
 /** Bounds that hold for any configuration; `[work]` tightens the item and revision counts. */
-export const contractBounds = { items: 1000, criteria: 1000, constraints: 256, assumptions: 256 } as const;
+export const contractBounds = {
+  items: 1000,
+  revisions: 1000,
+  criteria: 1000,
+  constraints: 256,
+  assumptions: 256,
+} as const;
 
 export const workContractSchema = z.looseObject({
   contract_id: id,

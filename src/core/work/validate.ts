@@ -139,24 +139,32 @@ export function validateStructure(contract: WorkContract): void {
     reject('dependency_cycle', cycle[0]!, `items depend on each other in a cycle: ${cycle.join(' -> ')}`);
 }
 
+/**
+ * Refuse what the configured limits never allow, whatever the stream holds: a revision numbered
+ * past max_revisions (too_many_revisions), no items or more than max_items (too_many_items).
+ */
+export function checkLimits(
+  contract_id: string,
+  { revision, items }: { readonly revision: number; readonly items: number },
+  context: Pick<ValidationContext, 'max_items' | 'max_revisions'>,
+): void {
+  if (revision > context.max_revisions) {
+    reject(
+      'too_many_revisions',
+      contract_id,
+      `revision ${revision} is over the limit of ${context.max_revisions} revisions`,
+    );
+  }
+  if (items === 0 || items > context.max_items) {
+    reject('too_many_items', contract_id, `a contract holds 1 to ${context.max_items} items, not ${items}`);
+  }
+}
+
 /** Throw the first rule the contract breaks; return quietly when it keeps them all. */
 export function validateContract(contract: WorkContract, context: ValidationContext): void {
   const { contract_id, items, criteria } = contract;
   if (contract.objective.trim() === '') reject('empty_objective', contract_id, 'the objective is empty');
-  if (contract.revision > context.max_revisions) {
-    reject(
-      'too_many_revisions',
-      contract_id,
-      `revision ${contract.revision} is over the limit of ${context.max_revisions} revisions`,
-    );
-  }
-  if (items.length === 0 || items.length > context.max_items) {
-    reject(
-      'too_many_items',
-      contract_id,
-      `a contract holds 1 to ${context.max_items} items, not ${items.length}`,
-    );
-  }
+  checkLimits(contract_id, { revision: contract.revision, items: items.length }, context);
   validateStructure(contract);
   const criteriaById = new Map(criteria.map((criterion) => [criterion.criterion_id, criterion]));
   for (const item of items) {
