@@ -41,6 +41,13 @@ export function Receiver(props: Props) {
     else if (document.activeElement === document.body) resultRef.current?.focus();
     // Only when a choice settles (settled changes): other renders never move the focus.
   }, [settled]);
+  const coveredRef = useRef<HTMLParagraphElement>(null);
+  /** Set when an outcome is recorded: its form is gone, so the focus goes to the covered line. */
+  const [outcomeRecorded, setOutcomeRecorded] = useState(0);
+  useEffect(() => {
+    if (outcomeRecorded === 0) return;
+    if (document.activeElement === document.body) (coveredRef.current ?? resultRef.current)?.focus();
+  }, [outcomeRecorded]);
   const { running, once } = useOnce();
   const sequence = useRef(0);
   const store = useRef(setPreflight);
@@ -286,9 +293,19 @@ export function Receiver(props: Props) {
       {continuity.transfer_state === 'accepted' &&
         continuity.outcome_state === 'awaiting_outcome' &&
         receipt && (
-          <OutcomeForm {...props} receipt={receipt} revision={shown} objective={current.handoff.objective} />
+          <OutcomeForm
+            {...props}
+            receipt={receipt}
+            revision={shown}
+            objective={current.handoff.objective}
+            onRecorded={() => setOutcomeRecorded((n) => n + 1)}
+          />
         )}
-      {continuity.outcome_state === 'covered' && <p className="ok covered">{t.covered}</p>}
+      {continuity.outcome_state === 'covered' && (
+        <p className="ok covered" ref={coveredRef} tabIndex={-1}>
+          {t.covered}
+        </p>
+      )}
     </section>
   );
 }
