@@ -271,6 +271,11 @@ export function App() {
           {t.appTitle}
         </a>
         {session && <span className="project">{t.project(session.project_id)}</span>}
+        {session?.read_only && (
+          <span className="badge read-only" title={t.readOnlyHint}>
+            {t.readOnly}
+          </span>
+        )}
         {session && (
           <span className="refresh" role="status" data-pause={pause ?? 'none'}>
             {status}
@@ -316,6 +321,7 @@ export function App() {
                 key={route.scope_id}
                 api={client}
                 scope_id={route.scope_id}
+                readOnly={session.read_only}
                 workstream={report.workstreams.find((w) => w.scope_id === route.scope_id)}
                 preflight={preflights[route.scope_id]}
                 setPreflight={bindPreflight(route.scope_id)}

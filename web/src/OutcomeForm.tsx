@@ -38,6 +38,7 @@ function outcomeField(path: string): Field | undefined {
 export function OutcomeForm({
   api,
   scope_id,
+  readOnly,
   forms,
   setForms,
   act,
@@ -171,9 +172,20 @@ export function OutcomeForm({
           {error}
         </p>
       )}
-      <button type="submit" className="primary" ref={submitRef} disabled={running}>
+      <button
+        type="submit"
+        className="primary"
+        ref={submitRef}
+        disabled={running || readOnly}
+        aria-describedby={readOnly ? `${id}-read-only` : undefined}
+      >
         {t.recordOutcome}
       </button>
+      {readOnly && (
+        <p id={`${id}-read-only`} className="hint">
+          {t.readOnlyHint}
+        </p>
+      )}
     </form>
   );
 }

@@ -20,7 +20,8 @@ import type { WorkspaceProps } from './Workspace.tsx';
 type Props = WorkspaceProps & { readonly workstream: NonNullable<WorkspaceProps['workstream']> };
 
 export function Receiver(props: Props) {
-  const { api, scope_id, workstream, preflight, setPreflight, forms, setForms, act, reload } = props;
+  const { api, scope_id, readOnly, workstream, preflight, setPreflight, forms, setForms, act, reload } =
+    props;
   const t = useMessages();
   const id = useId();
   const shown = workstream.selection.revision;
@@ -89,16 +90,21 @@ export function Receiver(props: Props) {
   const ready = latest === shown;
   const unavailable = result?.evidence === 'unavailable';
   const allChecks = form.live_workspace && form.capability && form.authorization;
-  const acceptDisabled = !ready || unavailable || !allChecks;
-  const acceptHint = !ready
-    ? mismatch
-      ? t.choicesBlocked
-      : t.preflightRunning
-    : unavailable
-      ? t.acceptBlockedEvidence
-      : !allChecks
-        ? t.acceptNeedsChecks
-        : null;
+  const acceptDisabled = readOnly || !ready || unavailable || !allChecks;
+  const acceptHint = readOnly
+    ? null
+    : !ready
+      ? mismatch
+        ? t.choicesBlocked
+        : t.preflightRunning
+      : unavailable
+        ? t.acceptBlockedEvidence
+        : !allChecks
+          ? t.acceptNeedsChecks
+          : null;
+
+  /** The id of the hint that says why no choice can be made, in a read-only session. */
+  const readOnlyHint = readOnly ? `${id}-read-only` : undefined;
 
   const choose = (status: ReceiptStatus) =>
     once(async () => {
@@ -264,18 +270,33 @@ export function Receiver(props: Props) {
           type="button"
           className="primary"
           disabled={acceptDisabled || running}
-          aria-describedby={acceptHint ? `${id}-accept-hint` : undefined}
+          aria-describedby={readOnlyHint ?? (acceptHint ? `${id}-accept-hint` : undefined)}
           onClick={() => void choose('accepted')}
         >
           {t.accept}
         </button>
-        <button type="button" disabled={!ready || running} onClick={() => void choose('needs_clarification')}>
+        <button
+          type="button"
+          disabled={readOnly || !ready || running}
+          aria-describedby={readOnlyHint}
+          onClick={() => void choose('needs_clarification')}
+        >
           {t.needsClarification}
         </button>
-        <button type="button" disabled={!ready || running} onClick={() => void choose('declined')}>
+        <button
+          type="button"
+          disabled={readOnly || !ready || running}
+          aria-describedby={readOnlyHint}
+          onClick={() => void choose('declined')}
+        >
           {t.decline}
         </button>
       </div>
+      {readOnly && (
+        <p id={readOnlyHint} className="hint">
+          {t.readOnlyHint}
+        </p>
+      )}
       {acceptHint && (
         <p id={`${id}-accept-hint`} className="hint">
           {acceptHint}

@@ -45,6 +45,7 @@ function describedByHidden(id: string, text: string): string | undefined {
 export function SenderCard({
   api,
   scope_id,
+  readOnly,
   workstream,
   draft,
   setDraft,
@@ -275,7 +276,13 @@ export function SenderCard({
         <HiddenCharacters id={`${id}-omissions-hidden`} text={value.omissions} />
 
         <div className="actions">
-          <button type="submit" className="primary" ref={submitRef} disabled={running}>
+          <button
+            type="submit"
+            className="primary"
+            ref={submitRef}
+            disabled={running || readOnly}
+            aria-describedby={readOnly ? `${id}-read-only` : undefined}
+          >
             {running ? t.sending : t.sendHandoff}
           </button>
           {edited && (
@@ -290,6 +297,11 @@ export function SenderCard({
             </button>
           )}
         </div>
+        {readOnly && (
+          <p id={`${id}-read-only`} className="hint">
+            {t.readOnlyHint}
+          </p>
+        )}
       </form>
 
       <div aria-live="polite">

@@ -18,6 +18,8 @@ const en = {
   sessionEnded:
     'Your session ended: it expired, was ended in another tab, or its token was revoked. Log in again; what you typed is kept for the same project.',
   project: (id: string) => `Project ${id}`,
+  readOnly: 'read-only',
+  readOnlyHint: 'This session is read-only: its token can read this project but not send, choose or record.',
   workstreams: 'Workstreams',
   noWorkstreams: 'No workstreams yet. Capture a source or hand off work with the CLI or the API first.',
   nothingRecorded: (scope_id: string) =>
@@ -172,6 +174,8 @@ const zhCN: Messages = {
   sessionEnded:
     '会话已结束：它已过期、在另一个标签页中被结束，或其令牌已被吊销。请重新登录；同一项目中已输入的内容会保留。',
   project: (id) => `项目 ${id}`,
+  readOnly: '只读',
+  readOnlyHint: '此会话为只读：它的令牌可以读取此项目，但不能发送、选择或记录。',
   workstreams: '工作流',
   noWorkstreams: '还没有工作流。请先用命令行或 API 记录来源或提交交接。',
   nothingRecorded: (scope_id: string) =>
