@@ -5,7 +5,7 @@
  * (or the page, for an unreadable check line) refuses is shown under its field.
  */
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { ApiError } from './api.ts';
+import { failureText } from './failure.ts';
 import { FieldError } from './FieldError.tsx';
 import { outcomeStatuses, parseChecks, type OutcomeForm as Form, type OutcomeStatus } from './forms.ts';
 import { useMessages } from './i18n.ts';
@@ -108,7 +108,7 @@ export function OutcomeForm({
       try {
         await api.recordOutcome({ ...body, source_id });
       } catch (failure) {
-        setError(failure instanceof ApiError ? `${failure.code}: ${failure.message}` : String(failure));
+        setError(failureText(t, failure));
         setInvalid(fieldErrors(issuesOf(failure), outcomeField));
         return false;
       }

@@ -5,7 +5,7 @@
  * never acknowledges a revision they have not seen. Readable citations are never "verified".
  */
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
-import { ApiError } from './api.ts';
+import { failureText } from './failure.ts';
 import { FieldError } from './FieldError.tsx';
 import { receiverFor, type ReceiverForm } from './forms.ts';
 import { useMessages } from './i18n.ts';
@@ -159,7 +159,7 @@ export function Receiver(props: Props) {
         setRecorded(t.recorded(t.transferStates[status], shown));
         await reload();
       } catch (failure) {
-        setError(failure instanceof ApiError ? `${failure.code}: ${failure.message}` : String(failure));
+        setError(failureText(t, failure));
         setInvalid(
           fieldErrors(issuesOf(failure), (path) =>
             path === 'reason' || path === 'receiver' ? path : undefined,
@@ -178,10 +178,10 @@ export function Receiver(props: Props) {
       <h2 id={`${id}-title`}>{t.receiverTitle}</h2>
 
       <div className="preflight" aria-live="polite">
-        {!result && !(preflight?.error && !stale) && <p>{t.preflightRunning}</p>}
-        {preflight?.error && !stale && (
+        {!result && !(preflight?.failure !== undefined && !stale) && <p>{t.preflightRunning}</p>}
+        {preflight?.failure !== undefined && !stale && (
           <p className="error">
-            {t.preflightFailed}: {preflight.error}
+            {t.preflightFailed}: {failureText(t, preflight.failure)}
           </p>
         )}
         {result && latest !== undefined && <p className="preflight-for">{t.preflightFor(latest)}</p>}
