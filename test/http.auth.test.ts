@@ -200,7 +200,12 @@ for (const backend of backends) {
     it('needs the CSRF token with every cookie request; cookie requests carrying it pass', async () => {
       const login = await h.call('POST', '/v1/session');
       expect(login.status).toBe(200);
-      expect(login.body).toEqual({ csrf: expect.any(String), expires_at: expect.any(String), project_id });
+      expect(login.body).toEqual({
+        csrf: expect.any(String),
+        expires_at: expect.any(String),
+        project_id,
+        read_only: false,
+      });
       const cookie = login.headers.get('set-cookie')!;
       expect(cookie).toMatch(new RegExp(`^baton_session_${h.port}=[A-Za-z0-9_-]{43};`));
       expect(cookie).toContain('HttpOnly');
@@ -267,6 +272,23 @@ for (const backend of backends) {
         expect(reply.headers.get('set-cookie')).toBeNull();
       }
       expect((await h.call('POST', '/v1/session', { body: {} })).status).toBe(200);
+    });
+
+    it('says whether a session is read-only, and still refuses its writes', async () => {
+      const login = await h.call('POST', '/v1/session', { token: h.tokens.reader });
+      expect([login.status, login.body.read_only]).toEqual([200, true]);
+      const session = {
+        cookie: login.headers.get('set-cookie')!.split(';')[0]!,
+        'x-csrf-token': login.body.csrf as string,
+      };
+      const write = await h.call('POST', '/v1/work/sources/capture', {
+        token: null,
+        headers: session,
+        body: { scope_id, source_id: 'by-reader', kind: 'log', content: 'x' },
+      });
+      expect([write.status, write.body.error.code]).toEqual([403, 'forbidden']);
+      const read = await h.call('GET', '/v1/work/metrics', { token: null, headers: session });
+      expect(read.status).toBe(200);
     });
   });
 }

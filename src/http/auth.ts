@@ -104,7 +104,8 @@ export function registerSessionRoutes(app: FastifyInstance, deps: AppDeps): void
       ...cookieOptions(request),
       expires: new Date(session.expires_at),
     });
-    return { csrf: session.csrf, expires_at: session.expires_at, project_id: session.principal.project_id };
+    const { project_id, read_only } = session.principal;
+    return { csrf: session.csrf, expires_at: session.expires_at, project_id, read_only };
   });
   app.delete('/v1/session', async (request, reply) => {
     await endWebSession(deps, sessionOf(request));

@@ -218,8 +218,13 @@ const fixedPaths = {
                   csrf: { type: 'string' },
                   expires_at: { type: 'string', format: 'date-time' },
                   project_id: { type: 'string' },
+                  read_only: {
+                    type: 'boolean',
+                    description:
+                      "Whether the session's token is read-only: every write with it is refused 403 forbidden.",
+                  },
                 },
-                required: ['csrf', 'expires_at', 'project_id'],
+                required: ['csrf', 'expires_at', 'project_id', 'read_only'],
               },
             },
           },

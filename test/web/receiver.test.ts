@@ -191,7 +191,7 @@ describe('the receiver side, the continuity footer and the revision trail', () =
     await form.getByRole('textbox', { name: 'Summary' }).fill('Auto-refresh works; docs build has no result');
     await form.getByRole('textbox', { name: /^Checks/ }).fill('focused tests=passed\nnope');
     await form.getByRole('button', { name: 'Record outcome' }).click();
-    await form.getByRole('alert').filter({ hasText: 'Cannot read the check "nope"' }).waitFor();
+    await form.locator('.field-error').filter({ hasText: 'Cannot read the check "nope"' }).waitFor();
     await form.getByRole('textbox', { name: /^Checks/ }).fill('focused tests=passed\ndocs build=timed_out');
     await form.getByRole('textbox', { name: /^Remaining work/ }).fill('Run the docs build again');
     await form.getByRole('button', { name: 'Record outcome' }).click();
@@ -273,5 +273,72 @@ describe('the receiver side, the continuity footer and the revision trail', () =
       ),
     ).toContain('4000 characters');
     expect(await receipts()).toBe(0);
+  });
+
+  const outcome = () => page.getByRole('form', { name: 'Record what happened' });
+  const outcomeField = (name: string | RegExp) => outcome().getByRole('textbox', { name });
+  const focusedId = () => page.evaluate('document.activeElement.id');
+  /** The text of what describes the focused element (aria-describedby), in the page. */
+  const focusedDescription = () =>
+    page.evaluate(
+      "(document.activeElement.getAttribute('aria-describedby') ?? '').split(' ').map((id) => document.getElementById(id)?.textContent ?? '').join(' ')",
+    );
+  const outcomes = async () => (await web.client.continuity('relay')).counts['task-outcome'];
+
+  /** Revision 1 accepted by another client: the workspace shows the Task Outcome form. */
+  async function openOutcome(): Promise<void> {
+    await web.client.handoff('relay', 'b1', { objective: 'Take this and report back' });
+    await web.client.accept('relay', 'r1', 1);
+    await open();
+    await outcome().waitFor();
+  }
+
+  it('puts what the server refused in an outcome under its field (summary, checks, remaining work), marks it invalid and focuses the first', async () => {
+    await openOutcome();
+    await outcomeField('Summary').fill('S'.repeat(5_000));
+    await outcomeField(/^Checks/).fill(`${'n'.repeat(300)}=passed`);
+    await outcomeField(/^Remaining work/).fill('R'.repeat(5_000));
+    await outcome().getByRole('button', { name: 'Record outcome' }).click();
+
+    await expect.poll(() => outcomeField('Summary').getAttribute('aria-invalid')).toBe('true');
+    expect(await focusedId()).toBe(await outcomeField('Summary').getAttribute('id'));
+    expect(await focusedDescription()).toContain('4000 characters');
+    expect(await outcomeField(/^Checks/).getAttribute('aria-invalid')).toBe('true');
+    await outcomeField(/^Checks/).focus();
+    expect(await focusedDescription()).toContain('200 characters');
+    expect(await outcomeField(/^Remaining work/).getAttribute('aria-invalid')).toBe('true');
+    expect(await outcomes()).toBe(0);
+
+    // Editing a field clears its message; the others keep theirs.
+    await outcomeField('Summary').fill('A short summary');
+    expect(await outcomeField('Summary').getAttribute('aria-invalid')).not.toBe('true');
+    expect(await outcomeField(/^Checks/).getAttribute('aria-invalid')).toBe('true');
+  });
+
+  it('marks an unreadable check line on the Checks field and focuses it; after a recorded outcome the focus goes to the covered line', async () => {
+    await openOutcome();
+    await outcomeField('Summary').fill('Done');
+    await outcomeField(/^Checks/).fill('focused tests=passed\nnope');
+    await outcome().getByRole('button', { name: 'Record outcome' }).click();
+    await expect.poll(() => outcomeField(/^Checks/).getAttribute('aria-invalid')).toBe('true');
+    expect(await focusedId()).toBe(await outcomeField(/^Checks/).getAttribute('id'));
+    expect(await focusedDescription()).toContain('Cannot read the check "nope"');
+    expect(await outcomes()).toBe(0);
+
+    await outcomeField(/^Checks/).fill('focused tests=passed');
+    expect(await outcomeField(/^Checks/).getAttribute('aria-invalid')).not.toBe('true');
+    await outcome().getByRole('button', { name: 'Record outcome' }).click();
+    const covered = receiver().getByText('Covered: a result is recorded', { exact: false });
+    await covered.waitFor();
+    // The form and its button are gone: the focus goes to what replaced them, not to the page body.
+    await expect
+      .poll(() =>
+        page.evaluate(
+          'document.activeElement === document.body ? "body" : document.activeElement.textContent',
+        ),
+      )
+      .toMatch(/^Covered: a result is recorded/);
+    expect(await outcomes()).toBe(1);
+    expect(errors).toEqual([]);
   });
 });

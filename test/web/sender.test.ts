@@ -333,4 +333,41 @@ describe('the sender card and the automatic refresh', () => {
     await field('Objective').fill('A fixed objective');
     expect(await field('Objective').getAttribute('aria-invalid')).not.toBe('true');
   });
+  const notSent = () => card().getByRole('alert').filter({ hasText: 'Not sent' });
+
+  it('clears an old "Not sent" line when the draft is edited, so none stays while the browser blocks the next send', async () => {
+    await field('Objective').fill('O'.repeat(10_000));
+    await card().getByRole('button', { name: 'Send Handoff' }).click();
+    await notSent().waitFor();
+    // The sender empties a required field and sends: the browser's own check stops the send.
+    await field('Next action (exactly one)').fill('');
+    await card().getByRole('button', { name: 'Send Handoff' }).click();
+    // The browser's check blocked it and put the focus on the empty field.
+    expect(await page.evaluate('document.activeElement.validity.valueMissing')).toBe(true);
+    expect(await focusedId()).toBe(await field('Next action (exactly one)').getAttribute('id'));
+    expect(await notSent().count()).toBe(0);
+    // What the server refused in the objective, which was not edited, stays under it.
+    expect(await field('Objective').getAttribute('aria-invalid')).toBe('true');
+    expect(await boundaries()).toBe(1);
+  });
+
+  it('says "no connection to the server; nothing was sent" when the browser is offline, in each locale', async () => {
+    await edit();
+    await page.context().setOffline(true);
+    await card().getByRole('button', { name: 'Send Handoff' }).click();
+    await notSent().filter({ hasText: 'no connection to the server; nothing was sent' }).waitFor();
+    expect(await notSent().textContent()).not.toContain('Failed to fetch');
+    await page.getByRole('combobox', { name: 'Language' }).selectOption('zh-CN');
+    await page
+      .getByRole('region', { name: '我要交接什么？' })
+      .getByRole('alert')
+      .filter({ hasText: '未发送' })
+      .filter({ hasText: '没有连接到服务器；什么也没有发送' })
+      .waitFor();
+    await page.getByRole('combobox', { name: '语言' }).selectOption('en');
+    await page.context().setOffline(false);
+    await card().getByRole('button', { name: 'Send Handoff' }).click();
+    await card().getByText('Sent: revision 2 is published.').waitFor();
+    expect(await boundaries()).toBe(2);
+  });
 });

@@ -136,6 +136,63 @@ describe('the page across sessions and failures', () => {
     expect(await page.getByRole('alert').count()).toBe(0);
   });
 
+  it('says a read-only session is read-only and disables its writes, each with a hint why; the server refuses them anyway', async () => {
+    await web.client.handoff('relay', 'b1', { objective: 'Revision one' });
+    await web.client.accept('relay', 'r1', 1); // the outcome form shows
+    const { token } = await createToken(web.deps, { project_id: 'acme', read_only: true });
+    /** The text of what describes an element (aria-describedby). */
+    const description = async (locator: ReturnType<typeof card>) => {
+      const ids = ((await locator.getAttribute('aria-describedby')) ?? '').split(' ');
+      const texts = ids.map((id) =>
+        page.evaluate(`document.getElementById(${JSON.stringify(id)})?.textContent ?? ''`),
+      );
+      return (await Promise.all(texts)).join(' ');
+    };
+    const expectDisabled = async () => {
+      await page.getByRole('banner').getByText('read-only', { exact: true }).waitFor();
+      const controls = [
+        card().getByRole('button', { name: 'Send Handoff' }),
+        ...['Accept', 'Needs clarification', 'Decline'].map((name) =>
+          receiver().getByRole('button', { name, exact: true }),
+        ),
+        page
+          .getByRole('form', { name: 'Record what happened' })
+          .getByRole('button', { name: 'Record outcome' }),
+      ];
+      for (const control of controls) {
+        expect(await control.isDisabled()).toBe(true);
+        expect(await description(control)).toContain('This session is read-only');
+        expect(await control.isVisible()).toBe(true);
+      }
+    };
+    await logIn(page, web, token);
+    await openWorkspace(page, 'relay');
+    await receiver().locator('.preflight-for').waitFor();
+    await expectDisabled();
+    await page.reload(); // the tab remembers it
+    await receiver().locator('.preflight-for').waitFor();
+    await expectDisabled();
+
+    // The page only says so: the server itself refuses a write of this session.
+    const status = await page.evaluate(async () => {
+      const { csrf } = JSON.parse(sessionStorage.getItem('baton.session') ?? '{}') as { csrf: string };
+      const reply = await fetch('/v1/work/sources/capture', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+        body: JSON.stringify({ scope_id: 'relay', source_id: 'by-reader', kind: 'log', content: 'x' }),
+      });
+      return reply.status;
+    });
+    expect(status).toBe(403);
+
+    // A writing session in the same tab has its controls back.
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await logInHere(web.token);
+    await openWorkspace(page, 'relay');
+    expect(await page.getByRole('banner').getByText('read-only', { exact: true }).count()).toBe(0);
+    expect(await card().getByRole('button', { name: 'Send Handoff' }).isEnabled()).toBe(true);
+  });
+
   it('stores one receipt for a double click on a choice', async () => {
     await web.client.handoff('relay', 'b1', { objective: 'Take this once' });
     await logIn(page, web);

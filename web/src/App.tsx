@@ -7,6 +7,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { api as makeApi, ApiError, login } from './api.ts';
 import { isEdited, type CardDraft } from './draft.ts';
+import { failureText } from './failure.ts';
 import { isLocale, localeNames, locales, MessagesContext, type Locale, type Messages } from './i18n.ts';
 import { Login } from './Login.tsx';
 import { MarkdownView } from './MarkdownView.tsx';
@@ -73,7 +74,8 @@ export function App() {
   const route = useRoute();
   const [report, setReport] = useState<HandoffReport | null>(null);
   const [loads, setLoads] = useState(0);
-  const [loadError, setLoadError] = useState<string | null>(null);
+  /** Why the last load failed (rendered with failureText), or null. */
+  const [loadError, setLoadError] = useState<unknown>(null);
   const [drafts, bindDraft, clearDrafts] = useKeyed<CardDraft>();
   const [attempts, bindAttempt, clearAttempts] = useKeyed<SendAttempt>();
   const [forms, bindForms, clearForms] = useKeyed<Forms>();
@@ -172,7 +174,7 @@ export function App() {
         // A 401 has already returned to the login form (the client's onUnauthorized); an ended
         // session's failure is not this one's.
         if (clientRef.current === client && !(error instanceof ApiError && error.status === 401))
-          setLoadError(error instanceof Error ? error.message : String(error));
+          setLoadError(error);
       }
     },
     [client],
@@ -271,6 +273,11 @@ export function App() {
           {t.appTitle}
         </a>
         {session && <span className="project">{t.project(session.project_id)}</span>}
+        {session?.read_only && (
+          <span className="badge read-only" title={t.readOnlyHint}>
+            {t.readOnly}
+          </span>
+        )}
         {session && (
           <span className="refresh" role="status" data-pause={pause ?? 'none'}>
             {status}
@@ -305,9 +312,9 @@ export function App() {
           <Login onLogin={onLogin} ended={ended} />
         ) : (
           <>
-            {loadError && (
+            {loadError !== null && (
               <p className="error" role="alert">
-                {t.loadFailed}: {loadError}
+                {t.loadFailed}: {failureText(t, loadError)}
               </p>
             )}
             {route.view === 'project' && report && <ProjectView report={report} drafts={drafts} />}
@@ -316,6 +323,7 @@ export function App() {
                 key={route.scope_id}
                 api={client}
                 scope_id={route.scope_id}
+                readOnly={session.read_only}
                 workstream={report.workstreams.find((w) => w.scope_id === route.scope_id)}
                 preflight={preflights[route.scope_id]}
                 setPreflight={bindPreflight(route.scope_id)}

@@ -1,5 +1,6 @@
 /** Log in with a project token: it opens a session cookie and is then forgotten. */
 import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { failureText } from './failure.ts';
 import { useMessages } from './i18n.ts';
 
 /**
@@ -25,7 +26,7 @@ export function Login({ onLogin, ended }: { onLogin: (token: string) => Promise<
       await onLogin(token.trim());
       setToken('');
     } catch (failure) {
-      setError(failure instanceof Error ? failure.message : String(failure));
+      setError(failureText(t, failure));
     } finally {
       setRunning(false);
     }

@@ -5,7 +5,7 @@
  * never acknowledges a revision they have not seen. Readable citations are never "verified".
  */
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
-import { ApiError } from './api.ts';
+import { failureText } from './failure.ts';
 import { FieldError } from './FieldError.tsx';
 import { receiverFor, type ReceiverForm } from './forms.ts';
 import { useMessages } from './i18n.ts';
@@ -20,7 +20,8 @@ import type { WorkspaceProps } from './Workspace.tsx';
 type Props = WorkspaceProps & { readonly workstream: NonNullable<WorkspaceProps['workstream']> };
 
 export function Receiver(props: Props) {
-  const { api, scope_id, workstream, preflight, setPreflight, forms, setForms, act, reload } = props;
+  const { api, scope_id, readOnly, workstream, preflight, setPreflight, forms, setForms, act, reload } =
+    props;
   const t = useMessages();
   const id = useId();
   const shown = workstream.selection.revision;
@@ -41,6 +42,13 @@ export function Receiver(props: Props) {
     else if (document.activeElement === document.body) resultRef.current?.focus();
     // Only when a choice settles (settled changes): other renders never move the focus.
   }, [settled]);
+  const coveredRef = useRef<HTMLParagraphElement>(null);
+  /** Set when an outcome is recorded: its form is gone, so the focus goes to the covered line. */
+  const [outcomeRecorded, setOutcomeRecorded] = useState(0);
+  useEffect(() => {
+    if (outcomeRecorded === 0) return;
+    if (document.activeElement === document.body) (coveredRef.current ?? resultRef.current)?.focus();
+  }, [outcomeRecorded]);
   const { running, once } = useOnce();
   const sequence = useRef(0);
   const store = useRef(setPreflight);
@@ -82,16 +90,21 @@ export function Receiver(props: Props) {
   const ready = latest === shown;
   const unavailable = result?.evidence === 'unavailable';
   const allChecks = form.live_workspace && form.capability && form.authorization;
-  const acceptDisabled = !ready || unavailable || !allChecks;
-  const acceptHint = !ready
-    ? mismatch
-      ? t.choicesBlocked
-      : t.preflightRunning
-    : unavailable
-      ? t.acceptBlockedEvidence
-      : !allChecks
-        ? t.acceptNeedsChecks
-        : null;
+  const acceptDisabled = readOnly || !ready || unavailable || !allChecks;
+  const acceptHint = readOnly
+    ? null
+    : !ready
+      ? mismatch
+        ? t.choicesBlocked
+        : t.preflightRunning
+      : unavailable
+        ? t.acceptBlockedEvidence
+        : !allChecks
+          ? t.acceptNeedsChecks
+          : null;
+
+  /** The id of the hint that says why no choice can be made, in a read-only session. */
+  const readOnlyHint = readOnly ? `${id}-read-only` : undefined;
 
   const choose = (status: ReceiptStatus) =>
     once(async () => {
@@ -146,7 +159,7 @@ export function Receiver(props: Props) {
         setRecorded(t.recorded(t.transferStates[status], shown));
         await reload();
       } catch (failure) {
-        setError(failure instanceof ApiError ? `${failure.code}: ${failure.message}` : String(failure));
+        setError(failureText(t, failure));
         setInvalid(
           fieldErrors(issuesOf(failure), (path) =>
             path === 'reason' || path === 'receiver' ? path : undefined,
@@ -165,10 +178,10 @@ export function Receiver(props: Props) {
       <h2 id={`${id}-title`}>{t.receiverTitle}</h2>
 
       <div className="preflight" aria-live="polite">
-        {!result && !(preflight?.error && !stale) && <p>{t.preflightRunning}</p>}
-        {preflight?.error && !stale && (
+        {!result && !(preflight?.failure !== undefined && !stale) && <p>{t.preflightRunning}</p>}
+        {preflight?.failure !== undefined && !stale && (
           <p className="error">
-            {t.preflightFailed}: {preflight.error}
+            {t.preflightFailed}: {failureText(t, preflight.failure)}
           </p>
         )}
         {result && latest !== undefined && <p className="preflight-for">{t.preflightFor(latest)}</p>}
@@ -257,18 +270,33 @@ export function Receiver(props: Props) {
           type="button"
           className="primary"
           disabled={acceptDisabled || running}
-          aria-describedby={acceptHint ? `${id}-accept-hint` : undefined}
+          aria-describedby={readOnlyHint ?? (acceptHint ? `${id}-accept-hint` : undefined)}
           onClick={() => void choose('accepted')}
         >
           {t.accept}
         </button>
-        <button type="button" disabled={!ready || running} onClick={() => void choose('needs_clarification')}>
+        <button
+          type="button"
+          disabled={readOnly || !ready || running}
+          aria-describedby={readOnlyHint}
+          onClick={() => void choose('needs_clarification')}
+        >
           {t.needsClarification}
         </button>
-        <button type="button" disabled={!ready || running} onClick={() => void choose('declined')}>
+        <button
+          type="button"
+          disabled={readOnly || !ready || running}
+          aria-describedby={readOnlyHint}
+          onClick={() => void choose('declined')}
+        >
           {t.decline}
         </button>
       </div>
+      {readOnly && (
+        <p id={readOnlyHint} className="hint">
+          {t.readOnlyHint}
+        </p>
+      )}
       {acceptHint && (
         <p id={`${id}-accept-hint`} className="hint">
           {acceptHint}
@@ -286,9 +314,19 @@ export function Receiver(props: Props) {
       {continuity.transfer_state === 'accepted' &&
         continuity.outcome_state === 'awaiting_outcome' &&
         receipt && (
-          <OutcomeForm {...props} receipt={receipt} revision={shown} objective={current.handoff.objective} />
+          <OutcomeForm
+            {...props}
+            receipt={receipt}
+            revision={shown}
+            objective={current.handoff.objective}
+            onRecorded={() => setOutcomeRecorded((n) => n + 1)}
+          />
         )}
-      {continuity.outcome_state === 'covered' && <p className="ok covered">{t.covered}</p>}
+      {continuity.outcome_state === 'covered' && (
+        <p className="ok covered" ref={coveredRef} tabIndex={-1}>
+          {t.covered}
+        </p>
+      )}
     </section>
   );
 }

@@ -6,6 +6,7 @@
 import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
 import { visibleControls } from '../../src/core/text.ts';
 import { cardFields, emptyItem, isEdited, prefill, type Draft, type DraftItem } from './draft.ts';
+import { failureText } from './failure.ts';
 import { FieldError } from './FieldError.tsx';
 import { useMessages } from './i18n.ts';
 import { publish, send } from './send.ts';
@@ -45,6 +46,7 @@ function describedByHidden(id: string, text: string): string | undefined {
 export function SenderCard({
   api,
   scope_id,
+  readOnly,
   workstream,
   draft,
   setDraft,
@@ -73,12 +75,13 @@ export function SenderCard({
     const next = { original, current: { ...value, ...patch } };
     setDraft(isEdited(next) ? next : undefined);
     setSent(null);
-    if (attempt?.fields && fields.some((field) => attempt.fields?.[field] !== undefined)) {
-      const kept = Object.fromEntries(
-        Object.entries(attempt.fields).filter(([field]) => !fields.includes(field)),
-      );
-      setAttempt({ ...attempt, fields: kept });
-    }
+    if (attempt?.phase !== 'failed') return;
+    // The "Not sent" line was about the draft before this edit: it goes, and so does what the
+    // server refused in the edited fields (the other fields keep theirs).
+    const kept = Object.fromEntries(
+      Object.entries(attempt.fields ?? {}).filter(([field]) => !fields.includes(field)),
+    );
+    setAttempt({ ...attempt, failure: undefined, fields: kept });
   };
   const changeItem = (index: number, text: string) =>
     change(
@@ -275,7 +278,13 @@ export function SenderCard({
         <HiddenCharacters id={`${id}-omissions-hidden`} text={value.omissions} />
 
         <div className="actions">
-          <button type="submit" className="primary" ref={submitRef} disabled={running}>
+          <button
+            type="submit"
+            className="primary"
+            ref={submitRef}
+            disabled={running || readOnly}
+            aria-describedby={readOnly ? `${id}-read-only` : undefined}
+          >
             {running ? t.sending : t.sendHandoff}
           </button>
           {edited && (
@@ -290,6 +299,11 @@ export function SenderCard({
             </button>
           )}
         </div>
+        {readOnly && (
+          <p id={`${id}-read-only`} className="hint">
+            {t.readOnlyHint}
+          </p>
+        )}
       </form>
 
       <div aria-live="polite">
@@ -298,7 +312,7 @@ export function SenderCard({
           <div className="partial" role="alert">
             <h3>{t.partialTitle}</h3>
             <p>{t.partialBody(attempt.prepared.digest, attempt.source_id)}</p>
-            {attempt.error && <p className="error">{attempt.error}</p>}
+            {attempt.failure !== undefined && <p className="error">{failureText(t, attempt.failure)}</p>}
             <button type="button" className="primary" onClick={() => void onRetry()}>
               {t.partialRetry}
             </button>
@@ -312,9 +326,9 @@ export function SenderCard({
             </button>
           </div>
         )}
-        {attempt?.phase === 'failed' && (
+        {attempt?.phase === 'failed' && attempt.failure !== undefined && (
           <p className="error" role="alert">
-            {t.sendFailed}: {attempt.error}
+            {t.sendFailed}: {failureText(t, attempt.failure)}
           </p>
         )}
       </div>

@@ -18,6 +18,8 @@ import type { WorkstreamReport } from './types.ts';
 export interface WorkspaceProps {
   readonly api: Api;
   readonly scope_id: string;
+  /** The session cannot write: every write control is disabled, with readOnlyHint as the reason. */
+  readonly readOnly: boolean;
   readonly workstream: WorkstreamReport | undefined;
   /** The latest preflight of this workstream, and where a new one goes. */
   readonly preflight: Preflight | undefined;

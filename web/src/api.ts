@@ -61,7 +61,13 @@ async function request<T>(
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
   } catch (error) {
-    throw new ApiError(0, 'network', error instanceof Error ? error.message : 'the request failed');
+    // Offline, nothing left the browser; otherwise the request may have arrived, its answer lost.
+    const offline = typeof navigator !== 'undefined' && !navigator.onLine;
+    throw new ApiError(
+      0,
+      offline ? 'offline' : 'no_answer',
+      error instanceof Error ? error.message : 'the request failed',
+    );
   }
   if (response.status === 204) return undefined as T;
   let body: unknown;

@@ -18,6 +18,8 @@ const en = {
   sessionEnded:
     'Your session ended: it expired, was ended in another tab, or its token was revoked. Log in again; what you typed is kept for the same project.',
   project: (id: string) => `Project ${id}`,
+  readOnly: 'read-only',
+  readOnlyHint: 'This session is read-only: its token can read this project but not send, choose or record.',
   workstreams: 'Workstreams',
   noWorkstreams: 'No workstreams yet. Capture a source or hand off work with the CLI or the API first.',
   nothingRecorded: (scope_id: string) =>
@@ -38,6 +40,8 @@ const en = {
   pausedHidden: 'page hidden',
   refreshNow: 'Refresh',
   loadFailed: 'Could not load the report',
+  offline: 'no connection to the server; nothing was sent',
+  noAnswer: 'the server did not answer; the request may or may not have arrived',
   markdownView: 'Read as Markdown',
   markdownTitle: (scope: string) => `Handoff of ${scope} as Markdown`,
   backToWorkspace: 'Back to the workspace',
@@ -172,6 +176,8 @@ const zhCN: Messages = {
   sessionEnded:
     '会话已结束：它已过期、在另一个标签页中被结束，或其令牌已被吊销。请重新登录；同一项目中已输入的内容会保留。',
   project: (id) => `项目 ${id}`,
+  readOnly: '只读',
+  readOnlyHint: '此会话为只读：它的令牌可以读取此项目，但不能发送、选择或记录。',
   workstreams: '工作流',
   noWorkstreams: '还没有工作流。请先用命令行或 API 记录来源或提交交接。',
   nothingRecorded: (scope_id: string) =>
@@ -192,6 +198,8 @@ const zhCN: Messages = {
   pausedHidden: '页面不可见',
   refreshNow: '刷新',
   loadFailed: '无法加载报告',
+  offline: '没有连接到服务器；什么也没有发送',
+  noAnswer: '服务器没有回应；请求可能已到达，也可能没有',
   markdownView: '以 Markdown 阅读',
   markdownTitle: (scope) => `${scope} 的交接（Markdown）`,
   backToWorkspace: '返回工作区',

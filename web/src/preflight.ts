@@ -2,21 +2,22 @@
  * The receiver's preflight: Continue on the latest committed handoff, remembered with the
  * revision the workspace showed when it ran. Choices bind only when the two are the same.
  */
-import { ApiError, type Api } from './api.ts';
+import type { Api } from './api.ts';
 import type { HandoffResolution } from './types.ts';
 
 export interface Preflight {
   /** The revision the workspace showed when this preflight ran. */
   readonly shown: number;
   readonly result?: HandoffResolution;
-  readonly error?: string;
+  /** Why it could not run (rendered with failureText). */
+  readonly failure?: unknown;
 }
 
 export async function runPreflight(api: Api, scope_id: string, shown: number): Promise<Preflight> {
   try {
     return { shown, result: await api.continueLatest(scope_id) };
   } catch (error) {
-    return { shown, error: error instanceof ApiError ? `${error.code}: ${error.message}` : String(error) };
+    return { shown, failure: error };
   }
 }
 

@@ -21,15 +21,12 @@ export interface SendAttempt {
     readonly boundary_position: number;
   };
   readonly phase: 'preparing' | 'committing' | 'partial' | 'head_moved' | 'failed';
-  readonly error?: string;
+  /** What failed (rendered with failureText, in the page's language when shown). */
+  readonly failure?: unknown;
   /** With failed: what the server refused, by the card's field (see cardField). */
   readonly fields?: Readonly<Record<string, string>>;
   /** With head_moved: the revision someone else published first. */
   readonly head?: number;
-}
-
-function message(error: unknown): string {
-  return error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
 }
 
 export interface SendRequest {
@@ -49,15 +46,15 @@ export async function publish(
 ): Promise<CommitResult | null> {
   const prepared = attempt.prepared;
   if (!prepared) return null;
-  request.update({ ...attempt, phase: 'committing', error: undefined });
+  request.update({ ...attempt, phase: 'committing', failure: undefined });
   try {
     return await request.api.commit(request.scope_id, prepared.digest, prepared.base_revision);
   } catch (error) {
     if (error instanceof ApiError && error.code === 'revision_conflict') {
       const head = Number(error.details.actual_head);
-      request.update({ ...attempt, phase: 'head_moved', head, error: message(error) });
+      request.update({ ...attempt, phase: 'head_moved', head, failure: error });
     } else {
-      request.update({ ...attempt, phase: 'partial', error: message(error) });
+      request.update({ ...attempt, phase: 'partial', failure: error });
     }
     return null;
   }
@@ -71,7 +68,7 @@ export async function send(request: SendRequest): Promise<CommitResult | null> {
       ? previous
       : { source_id: newAttemptId('web-boundary'), key, phase: 'preparing' };
   if (!attempt.prepared || attempt.prepared.base_revision !== shown) {
-    update({ ...attempt, phase: 'preparing', error: undefined, fields: undefined });
+    update({ ...attempt, phase: 'preparing', failure: undefined, fields: undefined });
     try {
       // The same source_id and content again returns the stored boundary: a retry stores nothing new.
       const result = await api.prepareCurrent(boundaryInput(draft, scope_id, attempt.source_id));
@@ -85,7 +82,7 @@ export async function send(request: SendRequest): Promise<CommitResult | null> {
       };
     } catch (error) {
       const fields = fieldErrors(issuesOf(error), (path) => cardField(path, draft));
-      update({ ...attempt, phase: 'failed', error: message(error), fields });
+      update({ ...attempt, phase: 'failed', failure: error, fields });
       return null;
     }
   }

@@ -13,6 +13,8 @@ const key = 'baton.session';
 export interface TabSession {
   readonly csrf: string;
   readonly project_id: string;
+  /** The page disables its writes up front; the server refuses them anyway. */
+  readonly read_only: boolean;
 }
 
 /** What the tabs of this page tell each other. */
@@ -23,20 +25,28 @@ export type TabMessage =
 
 function isTabSession(value: unknown): value is TabSession {
   const session = value as Partial<TabSession> | null;
-  return typeof session?.csrf === 'string' && typeof session.project_id === 'string';
+  return (
+    typeof session?.csrf === 'string' &&
+    typeof session.project_id === 'string' &&
+    typeof session.read_only === 'boolean'
+  );
 }
 
 export function loadSession(): TabSession | null {
   try {
     const value: unknown = JSON.parse(sessionStorage.getItem(key) ?? 'null');
-    return isTabSession(value) ? { csrf: value.csrf, project_id: value.project_id } : null;
+    return isTabSession(value) ? tabSession(value) : null;
   } catch {
     return null;
   }
 }
 
+function tabSession(session: WebSession | TabSession): TabSession {
+  return { csrf: session.csrf, project_id: session.project_id, read_only: session.read_only };
+}
+
 export function saveSession(session: WebSession | TabSession): TabSession {
-  const tab = { csrf: session.csrf, project_id: session.project_id };
+  const tab = tabSession(session);
   sessionStorage.setItem(key, JSON.stringify(tab));
   return tab;
 }
@@ -59,7 +69,7 @@ export function joinTabs(onMessage: (message: TabMessage) => void): {
   channel.onmessage = (event: MessageEvent<unknown>) => {
     const message = event.data as Partial<TabMessage> | null;
     if (message?.type === 'session' && isTabSession(message.session))
-      onMessage({ type: 'session', session: message.session });
+      onMessage({ type: 'session', session: tabSession(message.session) });
     else if (message?.type === 'logout' || message?.type === 'ask') onMessage({ type: message.type });
   };
   return { tell: (message) => channel.postMessage(message), close: () => channel.close() };

@@ -37,4 +37,6 @@ export interface WebSession {
   readonly csrf: string;
   readonly expires_at: string;
   readonly project_id: string;
+  /** The token is read-only: the server refuses every write of this session (403). */
+  readonly read_only: boolean;
 }
