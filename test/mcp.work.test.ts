@@ -372,6 +372,7 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
   let workspace: string;
   let server: ServeProcess;
   let client: Client;
+  let token: string;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'baton-mcp-http-work-'));
@@ -381,7 +382,7 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
     const database = join(dir, 'baton.db');
     const init = await runBaton(['init', '--project', 'acme', '--json'], database, workspace);
     expect(init.code, init.stderr).toBe(0);
-    const token = (JSON.parse(init.stdout) as { token: { token: string } }).token.token;
+    token = (JSON.parse(init.stdout) as { token: { token: string } }).token.token;
     server = await spawnServe(database, workspace);
     client = new Client({ name: 'baton-test', version: '0.0.0' });
     await client.connect(
@@ -411,4 +412,48 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
     expect(verified.verdicts.map(({ verdict }) => verdict)).toEqual(['passed', 'passed']);
     expect(verified.contract_status).toBe('completed');
   });
+
+  it('stops work_verify when its client drops the connection without cancelling, and records nothing', async () => {
+    const session_id = 'http-drops';
+    const marker = `${50 + (process.pid % 1000) / 1000}`;
+    const running = () => {
+      try {
+        return execFileSync('pgrep', ['-f', `^sleep ${marker}$`], { encoding: 'utf8' }).trim() !== '';
+      } catch {
+        return false;
+      }
+    };
+    await ok(client, 'work_revise', {
+      session_id,
+      objective: 'slow checks',
+      criteria: ['one', 'two'].map((criterion_id) => ({
+        criterion_id,
+        statement: 'sleeps',
+        kind: { type: 'shell', command: `sleep ${marker}` },
+      })),
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['one', 'two'] }],
+    });
+    const before = await ok<{ position: number }>(client, 'work_get', { session_id });
+    // A second client of the same token, whose connection goes away mid-call: close() aborts its
+    // open POST and sends no notifications/cancelled, as a crashed agent or a lost network would.
+    const leaving = new Client({ name: 'baton-test-leaving', version: '0.0.0' });
+    await leaving.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    const call = leaving.callTool({ name: 'work_verify', arguments: { session_id } });
+    const started = Date.now() + 5000;
+    while (!running() && Date.now() < started) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(running()).toBe(true);
+    await leaving.close();
+    await expect(call).rejects.toThrow(/closed/i);
+    const deadline = Date.now() + 5000;
+    while (running() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(running()).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(running()).toBe(false);
+    const after = await ok<{ position: number }>(client, 'work_get', { session_id });
+    expect(after.position).toBe(before.position);
+  }, 30_000);
 });
