@@ -413,6 +413,34 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
     expect(verified.contract_status).toBe('completed');
   });
 
+  it('refuses a second work_verify of a session while one runs, from another MCP session of the same server', async () => {
+    const session_id = 'http-twice';
+    await ok(client, 'work_revise', {
+      session_id,
+      objective: 'one slow check',
+      criteria: [{ criterion_id: 'slow', statement: 'sleeps', kind: { type: 'shell', command: 'sleep 1' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['slow'] }],
+    });
+    const other = new Client({ name: 'baton-test-other', version: '0.0.0' });
+    await other.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    try {
+      const first = ok<{ verdicts: { verdict: string }[] }>(client, 'work_verify', { session_id });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const second = await other.callTool({ name: 'work_verify', arguments: { session_id } });
+      expect(second.isError).toBe(true);
+      expect(second.structuredContent).toMatchObject({
+        error: { code: 'conflict', details: { rule: 'verification_running', session_id } },
+      });
+      expect((await first).verdicts).toEqual([expect.objectContaining({ verdict: 'passed' })]);
+    } finally {
+      await other.close();
+    }
+  }, 30_000);
+
   it('stops work_verify when its client drops the connection without cancelling, and records nothing', async () => {
     const session_id = 'http-drops';
     const marker = `${50 + (process.pid % 1000) / 1000}`;

@@ -15,6 +15,8 @@ export const workConfigSchema = z.object({
   max_revisions: z.number().int().min(1).max(1000).default(8),
   max_parallel: z.number().int().min(1).max(256).default(4),
   confirmation: z.enum(['risk-based', 'always', 'never']).default('risk-based'),
+  /** One verification's whole run, all criteria together: 10 minutes. */
+  verification_budget_ms: z.number().int().min(1000).max(86_400_000).default(600_000),
 });
 export type WorkConfig = z.output<typeof workConfigSchema>;
 
