@@ -61,6 +61,11 @@ describe('managed work over MCP (stdio)', () => {
     if (rule) expect(error.details.rule).toBe(rule);
   }
 
+  function result(called: Awaited<ReturnType<typeof call>>) {
+    expect(called.isError).toBe(true);
+    return called.structuredContent as { error: { code: string; message: string; details: unknown } };
+  }
+
   async function good<T = Record<string, unknown>>(name: string, args: Record<string, unknown>): Promise<T> {
     const result = await ok<T>(client, name, args);
     transcript.push(JSON.stringify(result));
@@ -234,6 +239,14 @@ describe('managed work over MCP (stdio)', () => {
       'invalid_input',
     );
     await expectToolError('work_get', { session_id: 'claude-4' }, 'not_found');
+    // work_verify holds contract_id to the limits of every other work id, before it reads anything.
+    const long = await call('work_verify', { session_id: 'claude-2', contract_id: 'c'.repeat(10_000) });
+    expect(result(long).error).toMatchObject({
+      code: 'invalid_input',
+      details: { issues: [expect.objectContaining({ path: 'contract_id' })] },
+    });
+    const listed = (await client.listTools()).tools.find((tool) => tool.name === 'work_verify')!;
+    expect(listed.inputSchema.properties?.contract_id).toMatchObject({ maxLength: 128 });
   });
 
   it('starts the session of a first proposal in the same append as its contract', async () => {
