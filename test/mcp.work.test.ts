@@ -245,6 +245,11 @@ describe('managed work over MCP (stdio)', () => {
       code: 'invalid_input',
       details: { issues: [expect.objectContaining({ path: 'contract_id' })] },
     });
+    // An unknown key of 500 KB comes back cut to about 100 characters, not twice in full.
+    const huge = await call('work_get', { session_id: 'claude-2', ['k'.repeat(500_000)]: 1 });
+    expect(result(huge).error.code).toBe('invalid_input');
+    expect(result(huge).error.message).toContain(`"${'k'.repeat(100)}…"`);
+    expect(JSON.stringify(huge).length).toBeLessThan(4_000);
     const listed = (await client.listTools()).tools.find((tool) => tool.name === 'work_verify')!;
     expect(listed.inputSchema.properties?.contract_id).toMatchObject({ maxLength: 128 });
   });

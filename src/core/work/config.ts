@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { BatonError } from '../errors.ts';
 import { schemaIssues } from '../records.ts';
+import { echoed } from '../text.ts';
 import { workModes } from './session.ts';
 
 export const workConfigSchema = z.object({
@@ -38,7 +39,7 @@ export function readWorkConfig(
   }
   const known = new Set(Object.keys(workConfigSchema.shape));
   for (const key of Object.keys(section)) {
-    if (!known.has(key)) warnings.push(`${file}: unknown key work.${key} is ignored`);
+    if (!known.has(key)) warnings.push(`${file}: unknown key work.${echoed(key)} is ignored`);
   }
   const parsed = workConfigSchema.safeParse(section);
   if (!parsed.success) {
