@@ -77,6 +77,11 @@ describe('managed work over MCP (stdio)', () => {
     if (rule) expect(error.details.rule).toBe(rule);
   }
 
+  function result(called: Awaited<ReturnType<typeof call>>) {
+    expect(called.isError).toBe(true);
+    return called.structuredContent as { error: { code: string; message: string; details: unknown } };
+  }
+
   async function good<T = Record<string, unknown>>(name: string, args: Record<string, unknown>): Promise<T> {
     const result = await ok<T>(client, name, args);
     transcript.push(JSON.stringify(result));
@@ -248,6 +253,19 @@ describe('managed work over MCP (stdio)', () => {
       'invalid_input',
     );
     await expectToolError('work_get', { session_id: 'claude-4' }, 'not_found');
+    // work_verify holds contract_id to the limits of every other work id, before it reads anything.
+    const long = await call('work_verify', { session_id: 'claude-2', contract_id: 'c'.repeat(10_000) });
+    expect(result(long).error).toMatchObject({
+      code: 'invalid_input',
+      details: { issues: [expect.objectContaining({ path: 'contract_id' })] },
+    });
+    // An unknown key of 500 KB comes back cut to about 100 characters, not twice in full.
+    const huge = await call('work_get', { session_id: 'claude-2', ['k'.repeat(500_000)]: 1 });
+    expect(result(huge).error.code).toBe('invalid_input');
+    expect(result(huge).error.message).toContain(`"${'k'.repeat(100)}…"`);
+    expect(JSON.stringify(huge).length).toBeLessThan(4_000);
+    const listed = (await client.listTools()).tools.find((tool) => tool.name === 'work_verify')!;
+    expect(listed.inputSchema.properties?.contract_id).toMatchObject({ maxLength: 128 });
   });
 
   it('starts the session of a first proposal in the same append as its contract', async () => {
@@ -386,6 +404,7 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
   let workspace: string;
   let server: ServeProcess;
   let client: Client;
+  let token: string;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'baton-mcp-http-work-'));
@@ -396,7 +415,7 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
     const database = join(dir, 'baton.db');
     const init = await runBaton(['init', '--project', 'acme', '--json'], database, workspace);
     expect(init.code, init.stderr).toBe(0);
-    const token = (JSON.parse(init.stdout) as { token: { token: string } }).token.token;
+    token = (JSON.parse(init.stdout) as { token: { token: string } }).token.token;
     server = await spawnServe(database, workspace);
     client = new Client({ name: 'baton-test', version: '0.0.0' });
     await client.connect(
@@ -446,4 +465,76 @@ describe('managed work over MCP (Streamable HTTP on baton serve)', () => {
     expect(verified.verdicts.map(({ verdict }) => verdict)).toEqual(['passed', 'passed']);
     expect(verified.contract_status).toBe('completed');
   });
+
+  it('refuses a second work_verify of a session while one runs, from another MCP session of the same server', async () => {
+    const session_id = 'http-twice';
+    await ok(client, 'work_revise', {
+      session_id,
+      objective: 'one slow check',
+      criteria: [{ criterion_id: 'slow', statement: 'sleeps', kind: { type: 'shell', command: 'sleep 1' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['slow'] }],
+    });
+    const other = new Client({ name: 'baton-test-other', version: '0.0.0' });
+    await other.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    try {
+      const first = ok<{ verdicts: { verdict: string }[] }>(client, 'work_verify', { session_id });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const second = await other.callTool({ name: 'work_verify', arguments: { session_id } });
+      expect(second.isError).toBe(true);
+      expect(second.structuredContent).toMatchObject({
+        error: { code: 'conflict', details: { rule: 'verification_running', session_id } },
+      });
+      expect((await first).verdicts).toEqual([expect.objectContaining({ verdict: 'passed' })]);
+    } finally {
+      await other.close();
+    }
+  }, 30_000);
+
+  it('stops work_verify when its client drops the connection without cancelling, and records nothing', async () => {
+    const session_id = 'http-drops';
+    const marker = `${50 + (process.pid % 1000) / 1000}`;
+    const running = () => {
+      try {
+        return execFileSync('pgrep', ['-f', `^sleep ${marker}$`], { encoding: 'utf8' }).trim() !== '';
+      } catch {
+        return false;
+      }
+    };
+    await ok(client, 'work_revise', {
+      session_id,
+      objective: 'slow checks',
+      criteria: ['one', 'two'].map((criterion_id) => ({
+        criterion_id,
+        statement: 'sleeps',
+        kind: { type: 'shell', command: `sleep ${marker}` },
+      })),
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['one', 'two'] }],
+    });
+    const before = await ok<{ position: number }>(client, 'work_get', { session_id });
+    // A second client of the same token, whose connection goes away mid-call: close() aborts its
+    // open POST and sends no notifications/cancelled, as a crashed agent or a lost network would.
+    const leaving = new Client({ name: 'baton-test-leaving', version: '0.0.0' });
+    await leaving.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+    const call = leaving.callTool({ name: 'work_verify', arguments: { session_id } });
+    const started = Date.now() + 5000;
+    while (!running() && Date.now() < started) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(running()).toBe(true);
+    await leaving.close();
+    await expect(call).rejects.toThrow(/closed/i);
+    const deadline = Date.now() + 5000;
+    while (running() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(running()).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(running()).toBe(false);
+    const after = await ok<{ position: number }>(client, 'work_get', { session_id });
+    expect(after.position).toBe(before.position);
+  }, 30_000);
 });

@@ -3,7 +3,7 @@
  * hook's JSON on stdin, blocks stopping with Claude Code's and Codex's JSON while an item is
  * unfinished, and allows once `baton work verify` passed.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,6 +134,75 @@ describe('baton work gate as a Stop hook', () => {
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain("runs on this machine's store and workspace");
   });
+});
+
+describe('baton work verify interrupted', () => {
+  it('on Ctrl-C kills the running criterion, starts no other, records nothing and says so', async () => {
+    const marker = `${60 + (process.pid % 1000) / 1000}`;
+    const running = () => {
+      try {
+        return execFileSync('pgrep', ['-f', `^sleep ${marker}$`], { encoding: 'utf8' }).trim() !== '';
+      } catch {
+        return false;
+      }
+    };
+    const store = await openSqliteStore({ path: database });
+    const deps = { store, clock: systemClock };
+    let before: number;
+    try {
+      await work.startSession(deps, 'acme', { session_id: 'agent-slow', workspace, work_mode: 'managed' });
+      before = (
+        await work.createContract(
+          deps,
+          'acme',
+          {
+            session_id: 'agent-slow',
+            contract_id: 'slow',
+            objective: 'slow checks',
+            criteria: ['one', 'two'].map((criterion_id) => ({
+              criterion_id,
+              statement: 'sleeps',
+              kind: { type: 'shell' as const, command: `sleep ${marker}` },
+            })),
+            items: [{ item_id: 'a', title: 'A', criterion_ids: ['one', 'two'] }],
+          },
+          { type: 'model', id: 'agent' },
+        )
+      ).position;
+    } finally {
+      await store.close();
+    }
+    const child = spawn(
+      process.execPath,
+      [main, 'work', 'verify', '--session', 'agent-slow', '--database', database, '--project', 'acme'],
+      { cwd: workspace, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' } },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
+    const started = Date.now() + 10_000;
+    while (!running() && Date.now() < started) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(running()).toBe(true);
+    // What a terminal's Ctrl-C sends to the foreground process (the sandbox has its own group).
+    child.kill('SIGINT');
+    // Ended by the signal, as without a handler, so a shell script running it stops too.
+    expect(await exited).toBe('SIGINT');
+    expect(stderr).toContain('checking 1/2: one (shell)');
+    expect(stderr).not.toContain('checking 2/2');
+    expect(stderr).toMatch(/cancelled.*nothing was recorded/);
+    expect(running()).toBe(false);
+    const after = await openSqliteStore({ path: database });
+    try {
+      const snapshot = await work.readWork({ store: after, clock: systemClock }, 'acme', {
+        session_id: 'agent-slow',
+      });
+      expect(snapshot.position).toBe(before);
+    } finally {
+      await after.close();
+    }
+  }, 30_000);
 });
 
 describe('baton work gate on a contract still in draft', () => {

@@ -94,6 +94,20 @@ for (const backend of backends) {
     });
     afterEach(() => h.dispose());
 
+    it('echoes an unknown key of 500 KB cut to about 100 characters, in the message and the issues', async () => {
+      expect((await post('/v1/sessions', { session_id: 's1' })).status).toBe(200);
+      const key = 'k'.repeat(500_000);
+      const reply = await post(`${s}/contracts`, { ...contractBody, [key]: 1 });
+      const details = expectError(reply, 422, 'invalid_input');
+      expect(reply.text.length).toBeLessThan(2_000);
+      expect(reply.body.error.message).toContain(`"${'k'.repeat(100)}…"`);
+      expect(details.issues).toEqual([{ path: '', message: `Unrecognized key: "${'k'.repeat(100)}…"` }]);
+      // A mismatched path parameter's body value is cut the same way.
+      const mismatch = await post(`${s}/contracts`, { ...contractBody, session_id: 'x'.repeat(500_000) });
+      expectError(mismatch, 422, 'invalid_input');
+      expect(mismatch.text.length).toBeLessThan(2_000);
+    });
+
     it('runs every work endpoint end to end, each answering the projected snapshot', async () => {
       const started = await post('/v1/sessions', { session_id: 's1', capabilities: { tools: ['eslint'] } });
       expect(started.status, started.text).toBe(200);

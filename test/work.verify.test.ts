@@ -20,7 +20,7 @@ import { exportStream } from '../src/app/ledger.ts';
 import { verifyWork } from '../src/app/verify.ts';
 import * as work from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
-import type { WorkConfig } from '../src/core/work/config.ts';
+import { defaultWorkConfig, readWorkConfig, type WorkConfig } from '../src/core/work/config.ts';
 import type { Actor } from '../src/core/work/model.ts';
 import { workGate } from '../src/core/work/gate.ts';
 import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
@@ -377,6 +377,71 @@ describe('verification', () => {
     );
     const gate = workGate(assigned.projection, { live_children: ['child-1'], checkpoint: null });
     expect(gate.decision === 'block' && gate.reasons[0]).toMatchObject({ code: 'child_live', id: 'do' });
+  });
+});
+
+describe('one verification at a time, within a budget', () => {
+  const sleeps = (seconds: number, ...ids: string[]): Criterion[] =>
+    ids.map((criterion_id) => ({ criterion_id, kind: { type: 'shell', command: `sleep ${seconds}` } }));
+
+  it('refuses a second verification of the session while one runs, at once and writing nothing; the next one runs', async () => {
+    await contractWith(sleeps(1, 'slow'));
+    await finishItem();
+    const first = verifyWork(deps, 'acme', { session_id: 's' });
+    const before = (await work.readWork(deps, 'acme', { session_id: 's' })).position;
+    const started = Date.now();
+    const refused = await expectBatonError(verifyWork(deps, 'acme', { session_id: 's' }), 'conflict', {
+      rule: 'verification_running',
+      session_id: 's',
+    });
+    expect(refused.message).toMatch(/already being verified/);
+    expect(Date.now() - started).toBeLessThan(500);
+    expect((await work.readWork(deps, 'acme', { session_id: 's' })).position).toBe(before);
+    // Another session of the same project is not held up by it (it has nothing to verify).
+    await work.startSession(deps, 'acme', { session_id: 'other', workspace, work_mode: 'managed' });
+    await expectBatonError(verifyWork(deps, 'acme', { session_id: 'other' }), 'not_found');
+    expect((await first).contract_status).toBe('completed');
+    // Once the first is done, the session may be verified again (here: nothing left to verify).
+    await expectBatonError(verifyWork(deps, 'acme', { session_id: 's' }), 'not_found');
+  });
+
+  it('frees the session when a verification is cancelled or fails', async () => {
+    await contractWith(sleeps(30, 'slow'));
+    await finishItem();
+    const controller = new AbortController();
+    const cancelled = verifyWork(deps, 'acme', { session_id: 's' }, { signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    controller.abort();
+    await expectBatonError(cancelled, 'unavailable', { rule: 'cancelled' });
+    await expectBatonError(verifyWork(deps, 'acme', { session_id: 's' }, { timeout_ms: 0 }), 'invalid_input');
+    const report = await verifyWork(deps, 'acme', { session_id: 's' }, { timeout_ms: 100 });
+    expect(report.verdicts.map(({ verdict }) => verdict)).toEqual(['timed_out']);
+  });
+
+  it('stops at its total budget: the criterion running is timed_out, those not started unavailable, each saying why', async () => {
+    expect(() => readWorkConfig({ work: { verification_budget_ms: 999 } })).toThrow(
+      /work\.verification_budget_ms/,
+    );
+    deps = { ...deps, work: readWorkConfig({ work: { verification_budget_ms: 1500 } }).config };
+    expect(defaultWorkConfig.verification_budget_ms).toBe(600_000);
+    await contractWith([...sleeps(1, 'first'), ...sleeps(5, 'second', 'third'), exists('README.md')]);
+    await finishItem();
+    const started = Date.now();
+    const report = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(
+      report.verdicts.map(({ criterion_id, verdict, reason }) => [criterion_id, verdict, reason]),
+    ).toEqual([
+      ['first', 'passed', 'exit code 0'],
+      [
+        'second',
+        'timed_out',
+        expect.stringMatching(/^killed after \d+ ms: the verification's budget of 1500 ms ran out$/),
+      ],
+      ['third', 'unavailable', "not run: the verification's budget of 1500 ms ran out"],
+      ['exists-README.md', 'unavailable', "not run: the verification's budget of 1500 ms ran out"],
+    ]);
+    expect(report.contract_status).toBe('active');
   });
 });
 

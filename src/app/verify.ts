@@ -13,6 +13,7 @@ import { resolve } from 'node:path';
 import { runSandboxed, type SandboxOptions } from '../agent/sandbox.ts';
 import { BatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
+import { defaultWorkConfig } from '../core/work/config.ts';
 import { scrubSecrets, secretValuesFromEnv } from '../core/secrets.ts';
 import type {
   CriterionResult,
@@ -24,6 +25,7 @@ import type {
 import { activeContract, completionBlockers, type ContractProjection } from '../core/work/projector.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import { itemChange, workEvent } from '../core/work/runtime.ts';
+import type { Store } from '../store/store.ts';
 import type { AppDeps } from './deps.ts';
 import {
   commitWork,
@@ -230,10 +232,18 @@ async function checkFile(
   }
 }
 
+/** How long a shell criterion may run: its own timeout, or what is left of the budget. */
+interface ShellLimit {
+  readonly timeout_ms: number;
+  /** Set when the budget, not the criterion's timeout, is the limit: said in the reason. */
+  readonly budget_ms?: number;
+}
+
 async function checkShell(
   workspace: string | null,
   hidden: readonly string[],
   command: string,
+  limit: ShellLimit,
   options: VerifyOptions,
 ): Promise<Check> {
   if (workspace === null)
@@ -247,7 +257,7 @@ async function checkShell(
       command,
       workspace,
       hidden,
-      timeout_ms: options.timeout_ms ?? verifyDefaults.timeout_ms,
+      timeout_ms: limit.timeout_ms,
       output_limit_bytes: options.output_limit_bytes ?? verifyDefaults.output_limit_bytes,
     },
     { ...options.sandbox, signal: options.signal },
@@ -266,7 +276,10 @@ async function checkShell(
   if (result.status === 'timed_out')
     return {
       verdict: 'timed_out',
-      reason: `killed after ${options.timeout_ms ?? verifyDefaults.timeout_ms} ms`,
+      reason:
+        limit.budget_ms === undefined
+          ? `killed after ${limit.timeout_ms} ms`
+          : `killed after ${limit.timeout_ms} ms: ${budgetSpent(limit.budget_ms)}`,
       evidence: [],
       output,
     };
@@ -318,7 +331,21 @@ function throwIfCancelled(signal: AbortSignal | undefined): void {
   }
 }
 
-/** Run every criterion of the live contract and record the verdicts; see the module comment. */
+function budgetSpent(budget_ms: number): string {
+  return `the verification's budget of ${budget_ms} ms ran out`;
+}
+
+/**
+ * The sessions being verified, per store (so per server): a second verification of one is
+ * refused while the first runs. Two processes on one database do not share it.
+ */
+const verifying = new WeakMap<Store, Set<string>>();
+
+/**
+ * Run every criterion of the live contract and record the verdicts; see the module comment.
+ * One at a time per session: a second call while one runs is refused `conflict`
+ * (`verification_running`), at once and writing nothing.
+ */
 export async function verifyWork(
   deps: AppDeps,
   project_id: string,
@@ -332,6 +359,31 @@ export async function verifyWork(
       timeout_ms: timeout,
     });
   }
+  const held = verifying.get(deps.store) ?? new Set<string>();
+  verifying.set(deps.store, held);
+  const key = JSON.stringify([project_id, session_id]);
+  if (held.has(key)) {
+    throw new BatonError(
+      'conflict',
+      `session "${session_id}" is already being verified; wait for that verification's answer (or read work_get) instead of starting another`,
+      { rule: 'verification_running', session_id },
+    );
+  }
+  held.add(key);
+  try {
+    return await verifyOnce(deps, project_id, input, options);
+  } finally {
+    held.delete(key);
+  }
+}
+
+async function verifyOnce(
+  deps: AppDeps,
+  project_id: string,
+  input: { session_id: string; contract_id?: string },
+  options: VerifyOptions,
+): Promise<VerificationReport> {
+  const session_id = input.session_id;
   const before = await readWork(deps, project_id, { session_id });
   const contract =
     input.contract_id === undefined
@@ -359,10 +411,19 @@ export async function verifyWork(
   const newId = uuidv7Generator(deps.clock);
 
   const criteria = [...contract.contract.criteria].sort((a, b) => stage[a.kind.type] - stage[b.kind.type]);
+  const budget = deps.work?.verification_budget_ms ?? defaultWorkConfig.verification_budget_ms;
+  const deadline = performance.now() + budget;
+  const perCriterion = options.timeout_ms ?? verifyDefaults.timeout_ms;
   const checks: { criterion: WorkCriterion; check: Check }[] = [];
   for (const [at, criterion] of criteria.entries()) {
     throwIfCancelled(options.signal);
     const kind = criterion.kind;
+    const left = Math.ceil(deadline - performance.now());
+    if (left <= 0) {
+      const reason = `not run: ${budgetSpent(budget)}`;
+      checks.push({ criterion, check: { verdict: 'unavailable', reason, evidence: [] } });
+      continue;
+    }
     options.onCriterion?.({
       index: at + 1,
       total: criteria.length,
@@ -372,7 +433,13 @@ export async function verifyWork(
     let check: Check;
     switch (kind.type) {
       case 'shell':
-        check = await checkShell(workspace, hidden, kind.command, options);
+        check = await checkShell(
+          workspace,
+          hidden,
+          kind.command,
+          left < perCriterion ? { timeout_ms: left, budget_ms: budget } : { timeout_ms: perCriterion },
+          options,
+        );
         break;
       case 'file_exists':
         check = await checkFile(workspace, hidden, kind.path);

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { BatonError } from './errors.ts';
+import { echoed } from './text.ts';
 
 export type SchemaId = `baton.${string}/v${number}`;
 
@@ -24,10 +25,22 @@ export interface SchemaIssue {
   readonly message: string;
 }
 
+/** Unknown keys named in one issue; more are counted. */
+const keysNamed = 5;
+
+/** zod's message, with the input's keys it repeats cut (echoed) and at most keysNamed of them. */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code !== 'unrecognized_keys') return issue.message;
+  const named = issue.keys.slice(0, keysNamed).map((key) => JSON.stringify(echoed(key)));
+  const more = issue.keys.length - named.length;
+  return `Unrecognized key${issue.keys.length === 1 ? '' : 's'}: ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+}
+
+/** Each issue's path and message; keys from the input are cut to about 100 characters. */
 export function schemaIssues(error: z.ZodError): SchemaIssue[] {
   return error.issues.map((issue) => ({
-    path: issue.path.map(String).join('.'),
-    message: issue.message,
+    path: issue.path.map((segment) => echoed(String(segment))).join('.'),
+    message: issueMessage(issue),
   }));
 }
 

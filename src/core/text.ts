@@ -27,6 +27,14 @@ export function prefix(text: string, length: number): string {
   return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
 }
 
+/** How much of a key or value a refusal repeats: enough to recognise it. */
+export const maxEchoed = 100;
+
+/** Text a refusal repeats from its input, cut to maxEchoed characters with an ellipsis. */
+export function echoed(text: string): string {
+  return text.length > maxEchoed ? `${prefix(text, maxEchoed)}…` : text;
+}
+
 /**
  * Control characters (C0 but tab and line feed, DEL, C1) and the bidirectional embeddings,
  * overrides and isolates: what a terminal would act on (colour, cursor moves, a clipboard write,

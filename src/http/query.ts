@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BatonError } from '../core/errors.ts';
+import { echoed } from '../core/text.ts';
 import { MalformedRequest } from './errors.ts';
 
 /** Whether every name and value of the URL's query string decodes. */
@@ -36,9 +37,14 @@ export function refuseUnknownQuery(request: FastifyRequest, allowed: readonly st
   if (unknown.length === 0) return;
   throw new BatonError(
     'invalid_input',
-    `unknown query parameter ${unknown.map((name) => `"${name}"`).join(', ')}`,
+    `unknown query parameter ${unknown
+      .slice(0, 5)
+      .map((name) => JSON.stringify(echoed(name)))
+      .join(', ')}${unknown.length > 5 ? ` and ${unknown.length - 5} more` : ''}`,
     {
-      issues: unknown.map((path) => ({ path, message: 'this route takes no such query parameter' })),
+      issues: unknown
+        .slice(0, 100)
+        .map((path) => ({ path: echoed(path), message: 'this route takes no such query parameter' })),
     },
   );
 }

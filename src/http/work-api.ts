@@ -38,6 +38,7 @@ import { errorEnvelopeSchema } from '../core/api.ts';
 import { BatonError, type ErrorCode, type ErrorData } from '../core/errors.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
+import { echoed } from '../core/text.ts';
 import { workIdSchema, type Actor } from '../core/work/model.ts';
 
 export type WorkParam = 'session_id' | 'item_id';
@@ -350,11 +351,10 @@ export function mergeParams(
     if (Object.hasOwn(input, name) && input[name] !== value) {
       throw new BatonError(
         'invalid_input',
-        `the body names ${name} ${JSON.stringify(input[name])}, but the path names ${JSON.stringify(value)}`,
+        `the body names ${name} ${echoed(JSON.stringify(input[name]) ?? 'undefined')}, but the path names ${JSON.stringify(value)}`,
         {
           field: name,
           path: value,
-          body: input[name],
           issues: [{ path: name, message: `must be the path's ${name}` }],
         },
       );

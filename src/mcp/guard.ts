@@ -19,7 +19,7 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { prefix } from '../core/text.ts';
+import { echoed } from '../core/text.ts';
 
 /** The methods this server serves, each with the schema its request must fit. */
 const requestSchemas: Readonly<Record<string, z.ZodType>> = {
@@ -28,13 +28,6 @@ const requestSchemas: Readonly<Record<string, z.ZodType>> = {
   'tools/list': ListToolsRequestSchema,
   'tools/call': CallToolRequestSchema,
 };
-
-/** Long enough to name a tool; an unknown name is cut here before it is echoed. */
-const maxEchoed = 100;
-
-function echoed(text: string): string {
-  return text.length > maxEchoed ? `${prefix(text, maxEchoed)}…` : text;
-}
 
 /** A JSON-RPC error answer; an id that is not a string or a finite number becomes null. */
 export function rpcError(id: unknown, code: number, message: string): JSONRPCMessage {

@@ -146,6 +146,32 @@ function sessionIdOf(request: FastifyRequest): string | undefined | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
 
+/**
+ * A POST's connection closing before its answer was written is the client giving up on the
+ * requests it carried: the server is told as if the client had sent notifications/cancelled for
+ * each, so a running tool (work_verify's sandbox) stops and records nothing. Baton keeps no event
+ * store, so an answer whose stream is gone could never be delivered anyway.
+ */
+function cancelOnDisconnect(
+  transport: StreamableHTTPServerTransport,
+  body: unknown,
+  response: ServerResponse,
+): void {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  const ids = messages.filter((message) => isJSONRPCRequest(message)).map((message) => message.id);
+  if (ids.length === 0) return;
+  response.once('close', () => {
+    if (response.writableFinished) return;
+    for (const requestId of ids) {
+      transport.onmessage?.({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId, reason: 'the client closed the connection before the answer' },
+      });
+    }
+  });
+}
+
 function sameCaller(a: Principal, b: Principal): boolean {
   return a.token_id === b.token_id && a.project_id === b.project_id;
 }
@@ -348,6 +374,7 @@ export function registerMcpRoutes(app: FastifyInstance, options: McpRoutesOption
         return rpcReply(reply, 404, -32001, 'Session not found');
       }
       use(session, request, reply);
+      if (request.method === 'POST') cancelOnDisconnect(session.transport, request.body, reply.raw);
       return serve(request, reply, session.transport);
     }
     if (request.method === 'POST' && isInitializeAttempt(request.body)) {

@@ -38,7 +38,7 @@ import { isBatonError } from '../core/errors.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
 import { workGate } from '../core/work/gate.ts';
-import type { Actor } from '../core/work/model.ts';
+import { workIdSchema, type Actor } from '../core/work/model.ts';
 import { failure, listedOutputSchema, listedSchema, noAuthority, success } from './results.ts';
 import type { McpServerOptions } from './server.ts';
 
@@ -199,7 +199,7 @@ const workTools: readonly WorkTool[] = [
       "Run the contract's criteria (shell criteria in a read-only sandbox) and record each verdict; items succeed and the contract completes only when every required criterion passed.",
     access: 'write',
     idempotent: false,
-    input: z.strictObject({ ...session, contract_id: z.string().optional() }),
+    input: z.strictObject({ ...session, contract_id: workIdSchema.optional() }),
     output: workResultSchemas.verification,
     run: async (options, args, _actor, progress, signal) => {
       const report = await verifyWork(

@@ -138,6 +138,30 @@ ${databaseHelp}
   },
 };
 
+/**
+ * Ctrl-C (SIGINT) or SIGTERM aborts the signal instead of ending the process at once, so the
+ * running shell criterion's sandbox is killed and nothing is recorded; stop() stops listening.
+ */
+function interruptOnSignal(): {
+  signal: AbortSignal;
+  received(): NodeJS.Signals | undefined;
+  stop(): void;
+} {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const controller = new AbortController();
+  let received: NodeJS.Signals | undefined;
+  const stop = () => {
+    for (const name of signals) process.off(name, interrupted);
+  };
+  function interrupted(name: NodeJS.Signals): void {
+    stop();
+    received = name;
+    controller.abort();
+  }
+  for (const name of signals) process.once(name, interrupted);
+  return { signal: controller.signal, received: () => received, stop };
+}
+
 const verify: Command = {
   positionals: true,
   summary: "run a session's criteria (shell criteria in the read-only sandbox) and print each verdict",
@@ -162,16 +186,30 @@ ${databaseHelp}
     const session_id = session(context);
     const timeout = whole(context.values, 'timeout-ms', { min: 1, max: maxTimeoutMs });
     const deps = await appDeps(context);
-    const report = await verifyWork(
-      deps,
-      await context.project(),
-      { session_id },
-      {
-        ...(timeout === undefined ? {} : { timeout_ms: timeout }),
-        onCriterion: ({ index, total, criterion_id, kind }) =>
-          context.io.err(`checking ${index}/${total}: ${criterion_id} (${kind})\n`),
-      },
-    );
+    const interrupt = interruptOnSignal();
+    let report: Awaited<ReturnType<typeof verifyWork>>;
+    try {
+      report = await verifyWork(
+        deps,
+        await context.project(),
+        { session_id },
+        {
+          ...(timeout === undefined ? {} : { timeout_ms: timeout }),
+          onCriterion: ({ index, total, criterion_id, kind }) =>
+            context.io.err(`checking ${index}/${total}: ${criterion_id} (${kind})\n`),
+          signal: interrupt.signal,
+        },
+      );
+    } catch (error) {
+      const received = interrupt.received();
+      if (received === undefined || !isBatonError(error)) throw error;
+      // Said, then ended by the signal as it would have ended anyway, so a script stops too.
+      context.io.err(`baton work verify: ${error.code}: ${error.message}\n`);
+      process.kill(process.pid, received);
+      throw error;
+    } finally {
+      interrupt.stop();
+    }
     context.print(report, () =>
       [
         `contract ${report.contract_id} revision ${report.revision}: ${report.contract_status}`,

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { BatonError } from '../errors.ts';
 import { schemaIssues } from '../records.ts';
+import { echoed } from '../text.ts';
 import { contractBounds } from './model.ts';
 import { workModes } from './session.ts';
 
@@ -16,6 +17,8 @@ export const workConfigSchema = z.object({
   max_revisions: z.number().int().min(1).max(contractBounds.revisions).default(8),
   max_parallel: z.number().int().min(1).max(256).default(4),
   confirmation: z.enum(['risk-based', 'always', 'never']).default('risk-based'),
+  /** One verification's whole run, all criteria together: 10 minutes. */
+  verification_budget_ms: z.number().int().min(1000).max(86_400_000).default(600_000),
 });
 export type WorkConfig = z.output<typeof workConfigSchema>;
 
@@ -37,7 +40,7 @@ export function readWorkConfig(
   }
   const known = new Set(Object.keys(workConfigSchema.shape));
   for (const key of Object.keys(section)) {
-    if (!known.has(key)) warnings.push(`${file}: unknown key work.${key} is ignored`);
+    if (!known.has(key)) warnings.push(`${file}: unknown key work.${echoed(key)} is ignored`);
   }
   const parsed = workConfigSchema.safeParse(section);
   if (!parsed.success) {
