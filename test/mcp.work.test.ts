@@ -126,6 +126,10 @@ describe('managed work over MCP (stdio)', () => {
     );
     for (const tool of work) {
       expect(tool.description).toMatch(noAuthorityPattern);
+      // A title for people, not the tool's name; and when to call it, as the continuity tools say.
+      expect(tool.title, tool.name).toMatch(/^[A-Z][a-z]+( [a-z]+)+$/);
+      expect(tool.annotations?.title, tool.name).toBe(tool.title);
+      expect(tool.description, tool.name).toMatch(/\. Call it (only )?(when|after|as|at)\b/);
       // Listed, so the client checks every result of the tests below against it.
       expect(tool.outputSchema, tool.name).toMatchObject({ type: 'object' });
       outputSchemas.set(tool.name, tool.outputSchema!);

@@ -62,7 +62,11 @@ type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 interface WorkTool {
   readonly name: string;
+  /** For people: what the tool does, in a few words. */
+  readonly title: string;
   readonly summary: string;
+  /** When a model should call it, said where the model reads it (as the continuity tools do). */
+  readonly when: string;
   readonly access: Access;
   readonly idempotent: boolean;
   readonly input: z.ZodType;
@@ -116,6 +120,8 @@ function withGate(snapshot: WorkSnapshot) {
 const workTools: readonly WorkTool[] = [
   {
     name: 'work_get',
+    title: 'Read managed work',
+    when: 'Call it at the start of a turn in a managed session and before you stop: it says what is ready, blocked or unverified, and whether stopping is allowed.',
     summary:
       "Read the session's managed work: the contract, each item's status, criteria, evidence and whether stopping is allowed.",
     access: 'read',
@@ -127,6 +133,8 @@ const workTools: readonly WorkTool[] = [
   },
   {
     name: 'work_transition',
+    title: 'Move a work item',
+    when: 'Call it as you start, block on or finish an item; finishing is ready_for_verification, never success you declare yourself.',
     summary:
       'Propose an item status change: ready → running, running → blocked, running → ready_for_verification, blocked → ready. Only work_verify reaches succeeded.',
     access: 'write',
@@ -138,6 +146,8 @@ const workTools: readonly WorkTool[] = [
   },
   {
     name: 'work_revise',
+    title: 'Propose a work contract',
+    when: 'Call it when a task needs several verifiable steps, or when the agreed work must change; not for a one-step answer.',
     summary:
       'Propose the work contract: without previous_revision it creates revision 1 (starting the session if needed); with it, the next revision. Baton validates it first.',
     access: 'write',
@@ -174,6 +184,8 @@ const workTools: readonly WorkTool[] = [
   },
   {
     name: 'work_attach_evidence',
+    title: 'Attach evidence to an item',
+    when: 'Call it when a tool result, receipt or child session shows where an item stands; attached evidence completes nothing, only work_verify verdicts do.',
     summary:
       'Attach a typed evidence reference (tool result, receipt, child session, …) to an item. Prose is not evidence.',
     access: 'write',
@@ -185,6 +197,8 @@ const workTools: readonly WorkTool[] = [
   },
   {
     name: 'work_request_input',
+    title: 'Ask a person for input',
+    when: 'Call it only when a decision needs a person (the objective, accepting a risk, an authorization), never for facts you can read yourself.',
     summary: 'Pause the contract for an answer from a person; work resumes when they confirm.',
     access: 'write',
     idempotent: false,
@@ -195,6 +209,8 @@ const workTools: readonly WorkTool[] = [
   },
   {
     name: 'work_verify',
+    title: 'Verify managed work',
+    when: 'Call it after moving items to ready_for_verification and before you stop; one verification of a session runs at a time.',
     summary:
       "Run the contract's criteria (shell criteria in a read-only sandbox) and record each verdict; items succeed and the contract completes only when every required criterion passed.",
     access: 'write',
@@ -215,7 +231,7 @@ const workTools: readonly WorkTool[] = [
 
 function annotations(tool: WorkTool): ToolAnnotations {
   return {
-    title: tool.name,
+    title: tool.title,
     readOnlyHint: tool.access === 'read',
     destructiveHint: false,
     idempotentHint: tool.idempotent,
@@ -265,8 +281,8 @@ export function registerWorkTools(server: McpServer, options: McpServerOptions):
     server.registerTool(
       tool.name,
       {
-        title: tool.name,
-        description: `${tool.summary} ${noAuthority}`,
+        title: tool.title,
+        description: `${tool.summary} ${tool.when} ${noAuthority}`,
         inputSchema: listedSchema(tool.inputFor?.(limits) ?? tool.input),
         outputSchema: listedOutputSchema(tool.output, 'untrusted_history'),
         annotations: annotations(tool),
