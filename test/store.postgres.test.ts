@@ -83,13 +83,16 @@ describe.skipIf(!postgresUrl)('PostgreSQL change notifications', () => {
       expect(ended.rows.length).toBeGreaterThanOrEqual(1);
 
       // Appends go on; once the reader has reconnected, their heads reach its subscriber again.
-      let head = 1;
+      // Each poll first looks for the heads appended so far (a notification may arrive after the
+      // append's own answer), then appends one more.
+      const appended: number[] = [];
       await expect
         .poll(
           async () => {
-            head = (await writer.append(session, [{ type: 'user_message', content: `after ${head}` }]))[0]!
-              .position;
-            return heads.includes(head);
+            if (heads.some((head) => appended.includes(head))) return true;
+            const content = `after ${appended.length}`;
+            appended.push((await writer.append(session, [{ type: 'user_message', content }]))[0]!.position);
+            return false;
           },
           { timeout: 10_000, interval: 200 },
         )
