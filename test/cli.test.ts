@@ -43,6 +43,28 @@ describe('baton CLI', () => {
     expect(readFileSync(join(dir, '.baton/.gitignore'), 'utf8')).toBe('*\n');
   });
 
+  it('says what to run next as it was started: baton from an install, npm run baton -- from npm start', async () => {
+    const next = async (env: Record<string, string>) => {
+      const out: string[] = [];
+      const code = await run(['start', '--no-serve'], {
+        out: (text) => out.push(text),
+        err: () => {},
+        env,
+        cwd: dir,
+      });
+      expect(code).toBe(0);
+      return out.join('').split('Next:')[1]!;
+    };
+    const installed = await next({});
+    expect(installed).toContain('\n  baton capture --scope my-work');
+    expect(installed).not.toContain('npm run');
+    // npm start (and npm run baton) set npm_lifecycle_event; npm test sets it too, to "test".
+    expect(await next({ npm_lifecycle_event: 'start' })).toContain(
+      '\n  npm run baton -- capture --scope my-work',
+    );
+    expect(await next({ npm_lifecycle_event: 'test' })).not.toContain('npm run');
+  });
+
   it('captures idempotently and refuses changed content with exit 1 and the stored digest', async () => {
     await baton('start', '--no-serve');
     const first = await baton(

@@ -117,22 +117,33 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
 }
 
 /**
+ * How to run baton as this process was run: `npm run baton --` when npm started it from the
+ * checkout (`npm start`, `npm run baton`), else `baton`, the installed command.
+ */
+function invocation(context: Context): string {
+  const script = context.io.env.npm_lifecycle_event;
+  return script === 'start' || script === 'baton' ? 'npm run baton --' : 'baton';
+}
+
+/** A command to run next, with what it does in a column after it. */
+function nextLine(command: string, what: string): string {
+  return `  ${command}`.padEnd(54) + `# ${what}`;
+}
+
+/**
  * In a Git work tree, the two commands that start a workstream there: bind it (unless it is
  * bound to this project already), then the first one-line handoff. Nothing outside one.
  */
-async function firstSteps(context: Context, project_id: string): Promise<string[]> {
+async function firstSteps(context: Context, project_id: string, baton: string): Promise<string[]> {
   if ((await gitDir(context.cwd)) === undefined) return [];
   // A damaged binding is for bind and unbind to report; the project exists either way.
   const bound = await context.binding().catch(() => undefined);
+  const project = project_id === defaultProject ? '' : ` --project ${project_id}`;
   const bind =
     bound?.project_id === project_id
       ? []
-      : [
-          `  baton bind SCOPE_ID${project_id === defaultProject ? '' : ` --project ${project_id}`}`.padEnd(
-            54,
-          ) + "# this work tree's workstream",
-        ];
-  return [...bind, '  baton handoff "Where the work stands"'.padEnd(54) + '# its next revision'];
+      : [nextLine(`${baton} bind SCOPE_ID${project}`, "this work tree's workstream")];
+  return [...bind, nextLine(`${baton} handoff "Where the work stands"`, 'its next revision')];
 }
 
 const init: Command = {
@@ -153,15 +164,16 @@ ${databaseHelp}`,
       project_id,
       label: text(context.values, 'label') ?? 'baton init',
     });
-    const start = await firstSteps(context, project_id);
+    const baton = invocation(context);
+    const start = await firstSteps(context, project_id, baton);
     context.print({ project, token }, () =>
       [
         `Project ${project_id} ready in ${databaseName(context)}.`,
         tokenLines(token),
         'Next:',
         ...start,
-        '  baton serve                                         # the HTTP API on 127.0.0.1',
-        `  baton report --server http://127.0.0.1:PORT --token ${token.token.slice(0, 12)}…`,
+        nextLine(`${baton} serve`, 'the HTTP API on 127.0.0.1'),
+        `  ${baton} report --server http://127.0.0.1:PORT --token ${token.token.slice(0, 12)}…`,
         '',
       ].join('\n'),
     );
@@ -294,6 +306,7 @@ ${databaseHelp}`,
   async run(context) {
     const project_id = checkedProject(await context.project());
     const serving = context.values['no-serve'] !== true;
+    const baton = invocation(context);
     if (serving) await commandConfig(context);
     if (serving) await context.store({ writerThread: true });
     const app = await deps(context);
@@ -305,10 +318,10 @@ ${databaseHelp}`,
         [
           '',
           'Next:',
-          '  npm run baton -- capture --scope my-work --source-id first-note --text "Where the work stands"',
-          '  npm run baton -- read --scope my-work',
-          '  npm run baton -- ledger export --scope my-work --out my-work.jsonl',
-          '  npm run baton -- --help',
+          `  ${baton} capture --scope my-work --source-id first-note --text "Where the work stands"`,
+          `  ${baton} read --scope my-work`,
+          `  ${baton} ledger export --scope my-work --out my-work.jsonl`,
+          `  ${baton} --help`,
           '',
         ].join('\n'),
       );
@@ -324,11 +337,11 @@ ${databaseHelp}`,
         token
           ? tokenLines(token)
           : `Project ${project_id} has ${live.length} token(s) already; their secrets were shown when created.\n` +
-            `  A new one: npm run baton -- token create --project ${project_id}\n`,
+            `  A new one: ${baton} token create --project ${project_id}\n`,
         'Try it in another terminal:',
         `  export BATON_SERVER=${url} BATON_TOKEN=${token ? token.token : '<your token>'}`,
-        '  npm run baton -- handoff --scope my-work "Write the first handoff"',
-        '  npm run baton -- report',
+        `  ${baton} handoff --scope my-work "Write the first handoff"`,
+        `  ${baton} report`,
         'Stop with Ctrl-C.',
         '',
       ].join('\n'),
