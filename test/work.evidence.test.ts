@@ -49,6 +49,7 @@ const cases: [EvidenceRef, EvidenceAvailability][] = [
   [{ type: 'receipt', session_id: 's-1', entry_id: '6' }, available],
   [{ type: 'receipt', session_id: 's-1', entry_id: '5' }, unavailable('not_a_receipt')],
   [{ type: 'receipt', session_id: 'nobody', entry_id: '6' }, unavailable('missing_session')],
+  [{ type: 'receipt', session_id: 'imported', entry_id: '1' }, unavailable('retracted')],
   [{ type: 'tool_result', session_id: 's-1', tool_use_id: 'call-1' }, available],
   [{ type: 'tool_result', session_id: 's-1', tool_use_id: 'transcript-7' }, unavailable('missing_entry')],
   [{ type: 'tool_result', session_id: 'kid', tool_use_id: 'call-1' }, unavailable('missing_entry')],
@@ -93,6 +94,19 @@ for (const backend of backends) {
       ]);
       await work.startSession(deps, 'acme', { session_id: 'kid', parent_session_id: 's-1' });
       await work.startSession(deps, 'acme', { session_id: 'other' });
+      // No session entry is ever retracted here; an imported ledger may hold a tombstone.
+      await store.importEntries(work.sessionStream('acme', 'imported'), [
+        {
+          position: 1,
+          type: 'receipt',
+          source_id: null,
+          digest: `sha256:${'0'.repeat(64)}`,
+          recorded_at: '2026-12-01T00:00:00.000Z',
+          content: null,
+          metadata: null,
+          retracted: { at: '2026-12-02T00:00:00.000Z', reason: 'purged' },
+        },
+      ]);
       return { store, deps };
     }
 
