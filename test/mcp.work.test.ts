@@ -272,6 +272,41 @@ describe('managed work over MCP (stdio)', () => {
     expect(listed.inputSchema.properties?.contract_id).toMatchObject({ maxLength: 128 });
   });
 
+  it('marks attached evidence available when it resolves in the ledger, and unavailable with the reason', async () => {
+    const session_id = 'claude-evidence';
+    await good('work_revise', {
+      session_id,
+      objective: 'evidence',
+      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'missing.md' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
+    });
+    // The verdict cites the tool_result entry Baton wrote of the check's output.
+    const report = await good<{ verdicts: { evidence: Record<string, unknown>[] }[] }>('work_verify', {
+      session_id,
+    });
+    const written = report.verdicts[0]!.evidence[0]!;
+    expect(written).toMatchObject({ type: 'tool_result', session_id });
+    const attach = (evidence: Record<string, unknown>) =>
+      good<{
+        contract: { items: { evidence: unknown[]; evidence_availability: unknown[] }[] };
+      }>('work_attach_evidence', { session_id, revision: 1, item_id: 'a', evidence });
+    await attach(written);
+    // The agent's own transcript is outside Baton's ledger: kept, marked unavailable.
+    const agents = { type: 'tool_result', session_id, tool_use_id: 'toolu_01' };
+    const attached = await attach(agents);
+    expect(attached.contract.items[0]).toMatchObject({
+      evidence: [written, agents],
+      evidence_availability: [{ status: 'available' }, { status: 'unavailable', reason: 'missing_entry' }],
+    });
+    // The listed output schema states the decision and refuses one it does not describe.
+    const validator = new AjvJsonSchemaValidator();
+    const schema = validator.getValidator(outputSchemas.get('work_attach_evidence')!);
+    expect(schema(attached).valid).toBe(true);
+    const maybe = structuredClone(attached);
+    maybe.contract.items[0]!.evidence_availability[0] = { status: 'maybe' };
+    expect(schema(maybe).valid).toBe(false);
+  });
+
   it('starts the session of a first proposal in the same append as its contract', async () => {
     await good('work_revise', {
       session_id: 'claude-5',

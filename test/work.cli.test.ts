@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readWork, startSession } from '../src/app/work.ts';
+import { attachEvidence, readWork, startSession } from '../src/app/work.ts';
 import { run } from '../src/cli/run.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { startServer } from '../src/http/server.ts';
@@ -105,6 +105,51 @@ describe('baton work on the local store', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('lists each attached reference under its item, an unresolved one with the reason', async () => {
+    ok(await baton('session', 'start', 's1'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=staging'));
+    const before = (
+      JSON.parse(ok(await baton('work', 'show', 's1', '--json')).stdout) as { position: number }
+    ).position;
+    const store = await openSqliteStore({ path: database });
+    try {
+      const deps = { store, clock: systemClock };
+      for (const evidence of [
+        { type: 'ledger_entry', session_id: 's1', entry_id: '1' },
+        { type: 'tool_result', session_id: 's1', tool_use_id: 'toolu_9' },
+        { type: 'flow_node', flow: 'release', run_id: 'r1', node_id: 'n1' },
+      ]) {
+        await attachEvidence(
+          deps,
+          'default',
+          { session_id: 's1', revision: 1, item_id: 'code', evidence },
+          { type: 'human', id: 'ana' },
+        );
+      }
+    } finally {
+      await store.close();
+    }
+    const human = ok(await baton('work', 'show', 's1'));
+    expect(human.stdout).toContain(
+      [
+        '      owner parent_agent · attempt 1 · required · evidence 3',
+        '      criteria: tests (no verdict), style (no verdict)',
+        '      evidence: ledger_entry s1 entry 1',
+        '      evidence: tool_result s1 toolu_9 (unavailable: missing_entry)',
+        '      evidence: flow_node release run r1 node n1 (unavailable: outside_ledger)',
+        '  docs  proposed  Document the change',
+      ].join('\n'),
+    );
+    const watched = ok(await baton('work', 'watch', 's1', '--after', String(before), '--count', '3'));
+    expect(watched.stdout.split('\n').map((line) => line.split('  ').slice(2, 4).join('  '))).toEqual([
+      'WorkEvidenceAttached  item code evidence ledger_entry s1 entry 1',
+      'WorkEvidenceAttached  item code evidence tool_result s1 toolu_9 (unavailable: missing_entry)',
+      'WorkEvidenceAttached  item code evidence flow_node release run r1 node n1 (unavailable: outside_ledger)',
+      '',
+    ]);
   });
 
   it('changes items with exit codes 0, 1 and 2 as the other commands', async () => {

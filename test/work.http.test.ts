@@ -157,9 +157,17 @@ for (const backend of backends) {
       );
       expect(item(skipped, 'copy').status).toBe('skipped');
 
+      // Each reference is resolved in the ledger as it is attached: s1's header is at position 1;
+      // 'e-1' names no position. The unresolved one is kept, marked unavailable with the reason.
       const evidence = { type: 'ledger_entry', session_id: 's1', entry_id: 'e-1' };
-      const attached = expectOk(await post(`${s}/items/code/evidence`, { revision: 2, evidence }));
-      expect(item(attached, 'code')).toMatchObject({ evidence_count: 1, evidence: [evidence] });
+      const header = { type: 'ledger_entry', session_id: 's1', entry_id: '1' };
+      expectOk(await post(`${s}/items/code/evidence`, { revision: 2, evidence }));
+      const attached = expectOk(await post(`${s}/items/code/evidence`, { revision: 2, evidence: header }));
+      expect(item(attached, 'code')).toMatchObject({
+        evidence_count: 2,
+        evidence: [evidence, header],
+        evidence_availability: [{ status: 'unavailable', reason: 'missing_entry' }, { status: 'available' }],
+      });
 
       const toTool = expectOk(
         await post(`${s}/items/code/reassign`, { owner: { type: 'tool', name: 'eslint' } }),

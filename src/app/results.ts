@@ -18,7 +18,7 @@ import type { Entry } from '../core/ledger/entry.ts';
 import type { Revision } from '../core/ledger/revision.ts';
 import type { SourceReceipt } from '../core/ledger/source.ts';
 import type { GateDecision } from '../core/work/gate.ts';
-import { contractStatuses, verdicts } from '../core/work/model.ts';
+import { contractStatuses, verdicts, workItemStatuses } from '../core/work/model.ts';
 import { terminalStatuses, workModes, type SessionHeader } from '../core/work/session.ts';
 import type { AcknowledgeResult, HandoffCurrentWorkResult, StoredWorkRecord } from './continuity.ts';
 import type { PreparedContext } from './experience.ts';
@@ -198,7 +198,38 @@ const sessionHeader = z.object({
   capabilities: record,
 });
 
-/** A contract as projected; its definition, items and criteria are read as a whole (docs/managed-work.md). */
+/** Whether an attached reference resolved in the ledger when it was attached (docs/managed-work.md). */
+const evidenceAvailability = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('available') }),
+  z.object({
+    status: z.literal('unavailable'),
+    reason: z.string().meta({
+      description:
+        'missing_session, missing_entry, not_a_receipt, not_a_checkpoint, invalid_range, not_a_child, ' +
+        'retracted or outside_ledger; a later version may name more.',
+    }),
+  }),
+  z.object({ status: z.literal('unchecked') }),
+]);
+
+/** An item's state; its owner and evidence references are read as a whole. */
+const itemState = z.object({
+  item_id: z.string(),
+  status: z.enum(workItemStatuses),
+  attempt: whole,
+  owner: record,
+  child_session_id: z.string().nullable(),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  blocker: z.string().nullable(),
+  evidence: list(record),
+  evidence_count: whole,
+  evidence_availability: list(evidenceAvailability).meta({
+    description: 'Whether each reference of evidence, at the same index, resolved when it was attached.',
+  }),
+});
+
+/** A contract as projected; its definition and criteria are read as a whole (docs/managed-work.md). */
 const contractProjection = z.object({
   contract_id: z.string(),
   revision: whole,
@@ -206,7 +237,7 @@ const contractProjection = z.object({
   status_reason: z.string(),
   branch: z.boolean(),
   contract: record,
-  items: list(record),
+  items: list(itemState),
   criteria: list(record),
   created_position: whole,
   updated_position: whole,

@@ -49,6 +49,7 @@ import {
 import { retryFrom } from '../core/work/transitions.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
+import { resolveEvidence } from './work-evidence.ts';
 import { checkWorkspaceBoundary, workspaceChecker } from './workspace-paths.ts';
 
 /** Entry kinds the work projection reads from a session stream. */
@@ -301,6 +302,8 @@ export async function followWorkEvents(
 // ---- changing ----
 
 interface Decision {
+  /** The stream's head the change is decided against and appended after. */
+  readonly head: number;
   readonly projection: WorkProjection | null;
   readonly header: SessionHeader | null;
   readonly config: WorkConfig;
@@ -327,12 +330,14 @@ const commitAttempts = 25;
 /**
  * Decide events against the head, apply them and the runtime's follow-ups to the projector
  * (which refuses any that break an invariant), then append them only if the stream has not
- * moved; if it has, decide again on the new head.
+ * moved; if it has, decide again on the new head. A decision may read the ledger first (an
+ * attached reference is resolved so): what it read of this stream is at most the head, and
+ * the append happens only if the head is still there.
  */
 export async function commitWork(
   deps: AppDeps,
   stream: StreamKey,
-  decide: (state: Decision) => Decided,
+  decide: (state: Decision) => Decided | Promise<Decided>,
   /** When the stream does not exist: the header to start it with, in the same append. */
   newSession?: SessionHeader,
 ): Promise<WorkSnapshot> {
@@ -343,7 +348,8 @@ export async function commitWork(
       return { stream, head: 0, header: newSession, projector: new WorkProjector(), starts: true };
     });
     const { projector } = loaded;
-    const decided = decide({
+    const decided = await decide({
+      head: loaded.head,
       projection: projector.projection(),
       header: loaded.header,
       config,
@@ -810,6 +816,11 @@ function findItem(contract: ContractProjection, item_id: string) {
   return item;
 }
 
+/**
+ * Attach a typed evidence reference to an item, recorded with whether it resolves in this
+ * project's ledger (work-evidence.ts); a reference that does not is kept, marked unavailable.
+ * Attached evidence completes nothing.
+ */
 export async function attachEvidence(
   deps: AppDeps,
   project_id: string,
@@ -817,20 +828,27 @@ export async function attachEvidence(
   actor: Actor,
 ): Promise<WorkSnapshot> {
   const parsed = parse(evidenceFields, input, 'evidence');
-  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection, hasOperation }) => {
-    if (parsed.operation_id !== undefined && hasOperation(parsed.operation_id)) return [];
-    const contract = target(projection, parsed.contract_id);
-    requireRevision(contract, parsed.revision);
-    const item = findItem(contract, parsed.item_id);
-    return [
-      workEvent(
-        contract,
-        { type: 'evidence_attached', item_id: parsed.item_id, evidence: parsed.evidence },
-        actor,
-        operationOf(contract.contract_id, item.item_id, item.attempt, parsed.operation_id),
-      ),
-    ];
-  });
+  const { session_id } = parsed;
+  return commitWork(
+    deps,
+    sessionStream(project_id, session_id),
+    async ({ head, projection, hasOperation }) => {
+      if (parsed.operation_id !== undefined && hasOperation(parsed.operation_id)) return [];
+      const contract = target(projection, parsed.contract_id);
+      requireRevision(contract, parsed.revision);
+      const item = findItem(contract, parsed.item_id);
+      // Decided at each attempt: in this session, against the head the event is appended after.
+      const availability = await resolveEvidence(deps, { project_id, session_id, head }, parsed.evidence);
+      return [
+        workEvent(
+          contract,
+          { type: 'evidence_attached', item_id: parsed.item_id, evidence: parsed.evidence, availability },
+          actor,
+          operationOf(contract.contract_id, item.item_id, item.attempt, parsed.operation_id),
+        ),
+      ];
+    },
+  );
 }
 
 /** Pause the live contract for an answer; confirm with the answers resumes it. */

@@ -1,13 +1,21 @@
 /**
  * Human text for a session's managed work: the objective, revision and status of its contract,
- * every item (status, owner, attempt, child session, blocker, criteria with verdicts, evidence
- * count), the criteria, open assumptions, warnings and the model's control block. Pure: a
- * WorkSnapshot in, lines out. Progress is what the ledger projects, never prose.
+ * every item (status, owner, attempt, child session, blocker, criteria with verdicts, each
+ * evidence reference and why it does not resolve, if it does not), the criteria, open
+ * assumptions, warnings and the model's control block. Pure: a WorkSnapshot in, lines out.
+ * Progress is what the ledger projects, never prose.
  */
 import type { WorkSnapshot } from '../app/work.ts';
 import type { SessionHeader } from '../core/work/session.ts';
 import { unreadableEventName, type WorkEventMessage } from '../core/work/live.ts';
-import { workEventSchema, type CriterionKind, type WorkEvent, type WorkOwner } from '../core/work/model.ts';
+import {
+  workEventSchema,
+  type CriterionKind,
+  type EvidenceAvailability,
+  type EvidenceRef,
+  type WorkEvent,
+  type WorkOwner,
+} from '../core/work/model.ts';
 import type { ContractProjection, CriterionState } from '../core/work/projector.ts';
 
 function lines(...parts: (string | false | null | undefined)[]): string {
@@ -35,6 +43,35 @@ function kind(value: CriterionKind): string {
     case 'semantic':
       return `semantic: ${value.statement}`;
   }
+}
+
+/** A reference in a few words: its type and what it names. */
+function reference(ref: EvidenceRef): string {
+  switch (ref.type) {
+    case 'ledger_entry':
+    case 'receipt':
+      return `${ref.type} ${ref.session_id} entry ${ref.entry_id}`;
+    case 'tool_result':
+      return `${ref.type} ${ref.session_id} ${ref.tool_use_id}`;
+    case 'checkpoint_diff':
+      return `${ref.type} ${ref.session_id} ${ref.from_seq}..${ref.to_seq}`;
+    case 'flow_node':
+      return `${ref.type} ${ref.flow} run ${ref.run_id} node ${ref.node_id}`;
+    case 'child_session':
+      return `${ref.type} ${ref.session_id}`;
+    case 'external_operation':
+      return `${ref.type} ${ref.integration} ${ref.operation_id}`;
+  }
+}
+
+/** Nothing for a reference that resolved; otherwise why not, or that it was never checked. */
+function availability(value: EvidenceAvailability | undefined): string {
+  if (value === undefined || value.status === 'available') return '';
+  return value.status === 'unavailable' ? ` (unavailable: ${value.reason})` : ' (unchecked)';
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\r?\n/g, ' ↵ ');
 }
 
 function verdict(state: CriterionState | undefined): string {
@@ -65,6 +102,10 @@ function contractLines(contract: ContractProjection): string[] {
         : []),
       ...(item.blocker ? [`      blocker: ${item.blocker}`] : []),
       ...(criteria.length > 0 ? [`      criteria: ${criteria.join(', ')}`] : []),
+      ...item.evidence.map(
+        (ref, at) =>
+          `      evidence: ${oneLine(reference(ref))}${availability(item.evidence_availability[at])}`,
+      ),
     ];
   });
   const criteria = contract.contract.criteria.map((criterion) => {
@@ -150,7 +191,7 @@ function change(event: WorkEvent): string {
     case 'item_assigned':
       return `item ${kind.item_id} → ${owner(kind.owner)}${kind.child_session_id === null ? '' : ` in child session ${kind.child_session_id}`}`;
     case 'evidence_attached':
-      return `item ${kind.item_id} evidence ${kind.evidence.type}`;
+      return `item ${kind.item_id} evidence ${reference(kind.evidence)}${availability(kind.availability)}`;
     case 'assumption_resolved':
       return `assumption ${kind.assumption_id}: ${kind.resolution}`;
     case 'verification_recorded':
@@ -169,6 +210,6 @@ export function workEventLine(message: WorkEventMessage): string {
   if (!parsed.success) return `${head}  (a stored event this Baton cannot read)\n`;
   const { actor } = parsed.data;
   // One line per event: a reason or objective written over several lines is joined with ↵.
-  const what = change(parsed.data).replace(/\r?\n/g, ' ↵ ');
+  const what = oneLine(change(parsed.data));
   return `${head}  ${what}  · ${actor.type}${actor.id === '' ? '' : ` ${actor.id}`}\n`;
 }

@@ -290,7 +290,8 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     method: 'POST',
     path: itemPath('evidence'),
     params: item,
-    summary: 'Attach an evidence reference to an item, against the current revision.',
+    summary:
+      'Attach an evidence reference to an item, against the current revision; whether it resolves in the ledger is recorded with it (evidence_availability).',
     access: 'write',
     fields: evidenceFields,
     output: workResultSchemas.workSnapshot,

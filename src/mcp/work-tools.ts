@@ -187,7 +187,7 @@ const workTools: readonly WorkTool[] = [
     title: 'Attach evidence to an item',
     when: 'Call it when a tool result, receipt or child session shows where an item stands; attached evidence completes nothing, only work_verify verdicts do.',
     summary:
-      'Attach a typed evidence reference (tool result, receipt, child session, …) to an item. Prose is not evidence.',
+      "Attach a typed evidence reference (tool result, receipt, child session, …) to an item; whether it resolves in Baton's ledger is recorded with it (evidence_availability, with the reason when it does not). Prose is not evidence.",
     access: 'write',
     idempotent: true,
     input: z.strictObject(evidenceFields),

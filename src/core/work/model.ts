@@ -144,6 +144,33 @@ export const evidenceRefSchema = z.discriminatedUnion('type', [
 ]);
 export type EvidenceRef = z.output<typeof evidenceRefSchema>;
 
+/**
+ * Why an attached reference does not resolve in this project's ledger (docs/managed-work.md,
+ * "Attached evidence"). Read back as any short string: a newer Baton may name more reasons.
+ */
+export const evidenceUnavailableReasons = [
+  'missing_session',
+  'missing_entry',
+  'not_a_receipt',
+  'not_a_checkpoint',
+  'invalid_range',
+  'not_a_child',
+  'retracted',
+  'outside_ledger',
+] as const;
+export type EvidenceUnavailableReason = (typeof evidenceUnavailableReasons)[number];
+
+/**
+ * Whether an attached reference resolved in this project's ledger when it was attached;
+ * `unchecked` for one attached before Baton decided it.
+ */
+export const evidenceAvailabilitySchema = z.discriminatedUnion('status', [
+  z.looseObject({ status: z.literal('available') }),
+  z.looseObject({ status: z.literal('unavailable'), reason: text(200).min(1) }),
+  z.looseObject({ status: z.literal('unchecked') }),
+]);
+export type EvidenceAvailability = z.output<typeof evidenceAvailabilitySchema>;
+
 /** The check vocabulary of the continuity spec: anything but passed is not a pass. */
 export const verdicts = checkStatuses;
 export type Verdict = (typeof verdicts)[number];
@@ -206,7 +233,13 @@ export const workEventKindSchema = z.discriminatedUnion('type', [
     owner: workOwnerSchema,
     child_session_id: text(200).nullable().default(null),
   }),
-  z.looseObject({ type: z.literal('evidence_attached'), item_id: id, evidence: evidenceRefSchema }),
+  z.looseObject({
+    type: z.literal('evidence_attached'),
+    item_id: id,
+    evidence: evidenceRefSchema,
+    /** Decided by Baton at the append; events written before it was are `unchecked`. */
+    availability: evidenceAvailabilitySchema.default({ status: 'unchecked' }),
+  }),
   z.looseObject({ type: z.literal('assumption_resolved'), assumption_id: id, resolution: text(4000).min(1) }),
   z.looseObject({
     type: z.literal('verification_recorded'),

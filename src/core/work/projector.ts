@@ -13,6 +13,7 @@ import {
   type Actor,
   type ContractStatus,
   type CriterionResult,
+  type EvidenceAvailability,
   type EvidenceRef,
   type WorkContract,
   type WorkCriterion,
@@ -46,6 +47,11 @@ export interface WorkItemState {
   /** The latest evidence, at most `evidenceKept`; evidence_count counts all of it. */
   readonly evidence: readonly EvidenceRef[];
   readonly evidence_count: number;
+  /**
+   * Whether each of `evidence`, at the same index, resolved in the ledger when it was attached
+   * (when attached again, the latest decision).
+   */
+  readonly evidence_availability: readonly EvidenceAvailability[];
 }
 
 export interface CriterionState {
@@ -147,7 +153,7 @@ interface MutableItem {
   started_at: string | null;
   finished_at: string | null;
   blocker: string | null;
-  evidence: EvidenceRef[];
+  evidence: { ref: EvidenceRef; availability: EvidenceAvailability }[];
   evidence_keys: Set<string>;
   evidence_count: number;
 }
@@ -448,13 +454,18 @@ export class WorkProjector {
       case 'evidence_attached': {
         const item = requireItem(contract, kind.item_id);
         const key = canonicalJson(kind.evidence);
-        if (item.evidence_keys.has(key)) return;
+        if (item.evidence_keys.has(key)) {
+          // The same reference again is the same evidence, decided anew.
+          const kept = item.evidence.find((attached) => canonicalJson(attached.ref) === key);
+          if (kept) kept.availability = kind.availability;
+          return;
+        }
         item.evidence_keys.add(key);
-        item.evidence.push(kind.evidence);
+        item.evidence.push({ ref: kind.evidence, availability: kind.availability });
         item.evidence_count += 1;
         if (item.evidence.length > evidenceKept) {
           const dropped = item.evidence.shift()!;
-          item.evidence_keys.delete(canonicalJson(dropped));
+          item.evidence_keys.delete(canonicalJson(dropped.ref));
         }
         return;
       }
@@ -599,7 +610,11 @@ export class WorkProjector {
       contract: { ...contract.contract, assumptions },
       items: contract.contract.items.map((definition) => {
         const { evidence_keys: _keys, evidence, ...item } = contract.items.get(definition.item_id)!;
-        return { ...item, evidence: [...evidence] };
+        return {
+          ...item,
+          evidence: evidence.map((attached) => attached.ref),
+          evidence_availability: evidence.map((attached) => attached.availability),
+        };
       }),
       criteria: contract.contract.criteria.map((criterion) => {
         const state = contract.results.get(criterion.criterion_id);
