@@ -90,6 +90,15 @@ interface StringRules {
   readonly values: string[];
 }
 
+/** The schema of an array's items (a number key) or of an object's property (a string key). */
+function childSchema(schema: Schema, key: string | number): Schema | undefined {
+  if (typeof key === 'number') return schema.items as Schema | undefined;
+  return (
+    (schema.properties as Record<string, Schema> | undefined)?.[key] ??
+    (typeof schema.additionalProperties === 'object' ? (schema.additionalProperties as Schema) : undefined)
+  );
+}
+
 function stringRules(schema: Schema | undefined, path: readonly (string | number)[]): StringRules {
   if (schema === undefined) return { maxLengths: [], values: [] };
   const branches = [
@@ -108,14 +117,7 @@ function stringRules(schema: Schema | undefined, path: readonly (string | number
       ].filter((value): value is string => typeof value === 'string'),
     };
   } else {
-    const child =
-      typeof key === 'number'
-        ? (schema.items as Schema | undefined)
-        : ((schema.properties as Record<string, Schema> | undefined)?.[key] ??
-          (typeof schema.additionalProperties === 'object'
-            ? (schema.additionalProperties as Schema)
-            : undefined));
-    own = stringRules(child, rest);
+    own = stringRules(childSchema(schema, key), rest);
   }
   return {
     maxLengths: [...own.maxLengths, ...branches.flatMap((branch) => branch.maxLengths)],
@@ -381,14 +383,7 @@ function schemasAt(schema: Schema | undefined, path: readonly (string | number)[
     .flatMap((branch) => schemasAt(branch, path));
   const [key, ...rest] = path;
   if (key === undefined) return [schema, ...branches];
-  const child =
-    typeof key === 'number'
-      ? (schema.items as Schema | undefined)
-      : ((schema.properties as Record<string, Schema> | undefined)?.[key] ??
-        (typeof schema.additionalProperties === 'object'
-          ? (schema.additionalProperties as Schema)
-          : undefined));
-  return [...schemasAt(child, rest), ...branches];
+  return [...schemasAt(childSchema(schema, key), rest), ...branches];
 }
 
 /** A body with one change: a value put at a path, or the key there removed. */
