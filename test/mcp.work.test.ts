@@ -88,6 +88,16 @@ describe('managed work over MCP (stdio)', () => {
     return result;
   }
 
+  /** Propose revision 1 of a session's contract: one item `a`, held to one shell criterion. */
+  async function proposeShell(session_id: string, criterion_id: string, command: string): Promise<void> {
+    await good('work_revise', {
+      session_id,
+      objective: `check ${criterion_id}`,
+      criteria: [{ criterion_id, statement: criterion_id, kind: { type: 'shell', command } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: [criterion_id] }],
+    });
+  }
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'baton-mcp-work-'));
     workspace = mkdtempSync(join(tmpdir(), 'baton-mcp-ws-'));
@@ -341,18 +351,7 @@ describe('managed work over MCP (stdio)', () => {
     // Output is scrubbed on the server's event loop before it is stored; a scrubber that
     // backtracked over long runs of name characters froze the server for minutes here.
     const session_id = 'claude-long-word';
-    await good('work_revise', {
-      session_id,
-      objective: 'long output',
-      criteria: [
-        {
-          criterion_id: 'long',
-          statement: 'prints one long word',
-          kind: { type: 'shell', command: "yes password | tr -d '\\n' | head -c 65536" },
-        },
-      ],
-      items: [{ item_id: 'a', title: 'A', criterion_ids: ['long'] }],
-    });
+    await proposeShell(session_id, 'long', "yes password | tr -d '\\n' | head -c 65536");
     const started = Date.now();
     const result = await client.callTool({ name: 'work_verify', arguments: { session_id } }, undefined, {
       timeout: 20_000,
@@ -403,18 +402,7 @@ describe('managed work over MCP (stdio)', () => {
 
   it('secret canaries from the environment, a workspace file and command output reach no result and no ledger entry', async () => {
     const session_id = 'claude-secrets';
-    await good('work_revise', {
-      session_id,
-      objective: 'leak check',
-      criteria: [
-        {
-          criterion_id: 'leak',
-          statement: 'no leak',
-          kind: { type: 'shell', command: 'cat secret.txt; env; exit 1' },
-        },
-      ],
-      items: [{ item_id: 'a', title: 'A', criterion_ids: ['leak'] }],
-    });
+    await proposeShell(session_id, 'leak', 'cat secret.txt; env; exit 1');
     await call('work_transition', { session_id, revision: 1, item_id: 'a', to: 'running' });
     await call('work_transition', { session_id, revision: 1, item_id: 'a', to: 'ready_for_verification' });
     const report = await good<{ verdicts: { verdict: string }[] }>('work_verify', { session_id });
