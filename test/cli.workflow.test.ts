@@ -330,6 +330,26 @@ describe('baton CLI in a Git work tree', () => {
     expect(fine.stderr).toBe('');
   });
 
+  it("init's next commands use the database --database named, and the address serve listens on", async () => {
+    const database = join(tree.dir, "the team's ledger.db");
+    // BATON_DATABASE_URL stays set for later commands; --database is this one command's only.
+    const init = ok(await tree.baton(['init', '--database', database], { env: { BATON_DATABASE_URL: '' } }));
+    const quoted = `'${database.replaceAll("'", `'\\''`)}'`;
+    expect(init.stdout).toContain(`baton bind SCOPE_ID --database ${quoted}`);
+    expect(init.stdout).toContain(`baton handoff "Where the work stands" --database ${quoted}`);
+    expect(init.stdout).toContain(`baton serve --database ${quoted}`);
+    expect(init.stdout).toContain('http://127.0.0.1:4680');
+    expect(init.stdout).not.toContain('PORT');
+    const started = ok(
+      await tree.baton(['start', '--no-serve', '--database', database], { env: { BATON_DATABASE_URL: '' } }),
+    );
+    expect(started.stdout).toContain(`baton read --scope my-work --database ${quoted}`);
+    // From the environment, the commands need no flag: the variable names it for them too.
+    const fromEnv = ok(await tree.baton(['init', '--project', 'other']));
+    expect(fromEnv.stdout).toContain('baton serve ');
+    expect(fromEnv.stdout).not.toContain('--database');
+  });
+
   it('says outside a Git work tree that there is no binding to show, exit 1', async () => {
     const outside = join(tree.dir, 'outside');
     mkdirSync(outside, { recursive: true });

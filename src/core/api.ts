@@ -8,6 +8,10 @@ import { errorCodes, type ErrorData } from './errors.ts';
 export const batonApiHeader = 'baton-api';
 export const batonApiVersion = 'v1';
 
+/** Where `baton serve` listens unless told otherwise: loopback only (the issue's default). */
+export const defaultHost = '127.0.0.1';
+export const defaultPort = 4680;
+
 /**
  * The most bytes a request body may have (2 MiB): the server answers a larger one 413
  * payload_too_large, and the typed client refuses to send one.

@@ -9,7 +9,7 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { authenticateToken } from '../app/auth.ts';
 import type { AppDeps } from '../app/deps.ts';
-import { batonApiHeader, batonApiVersion } from '../core/api.ts';
+import { batonApiHeader, batonApiVersion, defaultHost, defaultPort } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
 import { defaultWorkConfig } from '../core/work/config.ts';
 import { registerMcpRoutes } from '../mcp/http.ts';
@@ -63,8 +63,6 @@ export interface ServeOptions {
   workspaceRoots?: readonly string[];
 }
 
-export const defaultHost = '127.0.0.1';
-export const defaultPort = 4680;
 export const defaultRequestTimeoutMs = 30_000;
 
 /**

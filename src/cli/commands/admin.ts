@@ -13,6 +13,7 @@ import {
   type TokenInfo,
 } from '../../app/auth.ts';
 import type { AppDeps } from '../../app/deps.ts';
+import { defaultPort } from '../../core/api.ts';
 import { systemClock } from '../../core/clock.ts';
 import {
   checkedProject,
@@ -21,6 +22,7 @@ import {
   defaultProject,
   projectHelp,
   projectOption,
+  shellWord,
   text,
   UsageError,
   whole,
@@ -65,7 +67,7 @@ const listenOptions = {
   'workspace-root': { type: 'string', multiple: true },
 } satisfies Options;
 const listenHelp = `  --host HOST           default 127.0.0.1; listening beyond loopback requires tokens
-  --port N              default 4680; 0 picks a free port
+  --port N              default ${defaultPort}; 0 picks a free port
   --quiet               no request log (the log never contains tokens)
   --workspace-root DIR  another folder a session started over HTTP may work in, besides this
                         working directory (repeatable); any other workspace is refused 403`;
@@ -125,16 +127,37 @@ function invocation(context: Context): string {
   return script === 'start' || script === 'baton' ? 'npm run baton --' : 'baton';
 }
 
+/**
+ * What the next commands need to open the database this one did when --database named it (the
+ * environment names it for them too): the flag, or for PostgreSQL, whose URL may hold a
+ * password and is never printed, a reminder to give it.
+ */
+function sameDatabase(context: Context): { flag: string; note: string[] } {
+  const given = text(context.values, 'database');
+  if (given === undefined) return { flag: '', note: [] };
+  return context.location().backend === 'sqlite'
+    ? { flag: ` --database ${shellWord(given)}`, note: [] }
+    : {
+        flag: '',
+        note: ['  (give each of these the --database URL you gave here, or set BATON_DATABASE_URL to it)'],
+      };
+}
+
 /** A command to run next, with what it does in a column after it. */
 function nextLine(command: string, what: string): string {
-  return `  ${command}`.padEnd(54) + `# ${what}`;
+  return `${`  ${command}`.padEnd(53)} # ${what}`;
 }
 
 /**
  * In a Git work tree, the two commands that start a workstream there: bind it (unless it is
  * bound to this project already), then the first one-line handoff. Nothing outside one.
  */
-async function firstSteps(context: Context, project_id: string, baton: string): Promise<string[]> {
+async function firstSteps(
+  context: Context,
+  project_id: string,
+  baton: string,
+  database: string,
+): Promise<string[]> {
   if ((await gitDir(context.cwd)) === undefined) return [];
   // A damaged binding is for bind and unbind to report; the project exists either way.
   const bound = await context.binding().catch(() => undefined);
@@ -142,8 +165,8 @@ async function firstSteps(context: Context, project_id: string, baton: string): 
   const bind =
     bound?.project_id === project_id
       ? []
-      : [nextLine(`${baton} bind SCOPE_ID${project}`, "this work tree's workstream")];
-  return [...bind, nextLine(`${baton} handoff "Where the work stands"`, 'its next revision')];
+      : [nextLine(`${baton} bind SCOPE_ID${project}${database}`, "this work tree's workstream")];
+  return [...bind, nextLine(`${baton} handoff "Where the work stands"${database}`, 'its next revision')];
 }
 
 const init: Command = {
@@ -165,15 +188,18 @@ ${databaseHelp}`,
       label: text(context.values, 'label') ?? 'baton init',
     });
     const baton = invocation(context);
-    const start = await firstSteps(context, project_id, baton);
+    const database = sameDatabase(context);
+    const start = await firstSteps(context, project_id, baton, database.flag);
+    const address = `http://127.0.0.1:${defaultPort}`;
     context.print({ project, token }, () =>
       [
         `Project ${project_id} ready in ${databaseName(context)}.`,
         tokenLines(token),
         'Next:',
+        ...database.note,
         ...start,
-        nextLine(`${baton} serve`, 'the HTTP API on 127.0.0.1'),
-        `  ${baton} report --server http://127.0.0.1:PORT --token ${token.token.slice(0, 12)}…`,
+        nextLine(`${baton} serve${database.flag}`, `the HTTP API on ${address}`),
+        `  ${baton} report --server ${address} --token ${token.token.slice(0, 12)}…`,
         '',
       ].join('\n'),
     );
@@ -312,15 +338,17 @@ ${databaseHelp}`,
     const app = await deps(context);
     await app.store.createProject(project_id);
     if (!serving) {
+      const database = sameDatabase(context);
       context.io.out(`Baton ledger ready on ${app.store.backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}.\n`);
       await printStatus(app.store, context.io);
       context.io.out(
         [
           '',
           'Next:',
-          `  ${baton} capture --scope my-work --source-id first-note --text "Where the work stands"`,
-          `  ${baton} read --scope my-work`,
-          `  ${baton} ledger export --scope my-work --out my-work.jsonl`,
+          ...database.note,
+          `  ${baton} capture --scope my-work --source-id first-note --text "Where the work stands"${database.flag}`,
+          `  ${baton} read --scope my-work${database.flag}`,
+          `  ${baton} ledger export --scope my-work --out my-work.jsonl${database.flag}`,
           `  ${baton} --help`,
           '',
         ].join('\n'),
