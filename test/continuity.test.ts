@@ -377,6 +377,22 @@ for (const backend of backends) {
         );
       });
 
+      it('answers an identical retry with an empty receiver label, which is not stored, after a retraction', async () => {
+        await send('b-1');
+        const input = {
+          ...at,
+          source_id: 'r-1',
+          target: { exact: 1 },
+          status: 'accepted',
+          receiver_checks: confirmed,
+          receiver: '',
+        } as const;
+        const first = await acknowledgeHandoff(deps, input);
+        expect(first.record).not.toHaveProperty('receiver');
+        await retractSource(deps, { ...at, source_id: 'ci-log', reason: 'held a token' });
+        expect(await acknowledgeHandoff(deps, input)).toEqual(first);
+      });
+
       it('rejects accepted without authorization confirmed', async () => {
         await send('b-1');
         const error = await expectBatonError(

@@ -258,8 +258,10 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
   const { at, fields } = split(parseRecord(acknowledgeInput, input, 'acknowledgement'));
   // A blank reason of an accepted receipt is no reason.
   const reason = fields.reason?.trim() ? fields.reason : undefined;
+  // An empty label is no label: it is not stored, so a retry compares it as absent.
+  const receiver = fields.receiver ? fields.receiver : undefined;
   const target = fields.target;
-  const request = { ...fields, reason, receiver: fields.receiver };
+  const request = { ...fields, reason, receiver };
   const answers = (stored: HandoffReceipt) => answersAcknowledgement(stored, request);
   return answeringRetry(deps, at, 'handoff-receipt', answers, async () => {
     const checked = await checkHandoff(deps, { project_id: at.project_id, scope_id: at.scope_id }, target);
@@ -284,7 +286,7 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
       unavailable_citations: unavailable,
       receiver_checks: fields.receiver_checks,
       ...(reason ? { reason } : {}),
-      ...(fields.receiver ? { receiver: fields.receiver } : {}),
+      ...(receiver ? { receiver } : {}),
     };
     const { receipt, trust } = await store(deps, at, 'handoff-receipt', record as JsonObject);
     return { receipt, record, trust };
