@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../core/canonical.ts';
 import { BatonError, isBatonError } from '../core/errors.ts';
 import { locateEvidence } from '../core/continuity/claims.ts';
+import { ownSourceIdSchema } from '../core/continuity/experience.ts';
 import { answersAcknowledgement } from '../core/continuity/retry.ts';
 import { projectContinuity, type WorkContinuity } from '../core/continuity/projection.ts';
 import {
@@ -29,7 +30,6 @@ import { parseHandoffContent, preparedBody, withBlockedRule } from '../core/hand
 import { sealEntry, sealPrepared } from '../core/ledger/entry.ts';
 import { evidenceOf, exactTargetSchema } from '../core/handoff/resolution.ts';
 import type { JsonObject } from '../core/json.ts';
-import { sourceIdSchema } from '../core/ledger/names.ts';
 import { sourceReceipt, type SourceReceipt, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
@@ -38,7 +38,7 @@ import type { Entry } from '../core/ledger/entry.ts';
 import { requireReadableEvidence } from './evidence.ts';
 import { checkHandoff, prepareHandoff, type PreparedResult } from './handoffs.ts';
 
-const where = { project_id: z.string(), scope_id: z.string(), source_id: sourceIdSchema };
+const where = { project_id: z.string(), scope_id: z.string(), source_id: ownSourceIdSchema };
 
 /**
  * An operation's input: the location plus the record's fields, nothing else. Built once per
