@@ -18,6 +18,7 @@ import { continuityMetrics } from '../src/app/metrics.ts';
 import { readReport, readWorkstreamReport } from '../src/app/report.ts';
 import { captureSource, retractSource } from '../src/app/sources.ts';
 import { systemClock } from '../src/core/clock.ts';
+import { reviewSourceId } from '../src/core/continuity/experience.ts';
 import { projectContinuity } from '../src/core/continuity/projection.ts';
 import { workstreamMarkdown } from '../src/core/handoff/report.ts';
 import { entryBody, ledgerLimits, type Entry } from '../src/core/ledger/entry.ts';
@@ -377,6 +378,22 @@ for (const backend of backends) {
         );
       });
 
+      it('answers an identical retry with an empty receiver label, which is not stored, after a retraction', async () => {
+        await send('b-1');
+        const input = {
+          ...at,
+          source_id: 'r-1',
+          target: { exact: 1 },
+          status: 'accepted',
+          receiver_checks: confirmed,
+          receiver: '',
+        } as const;
+        const first = await acknowledgeHandoff(deps, input);
+        expect(first.record).not.toHaveProperty('receiver');
+        await retractSource(deps, { ...at, source_id: 'ci-log', reason: 'held a token' });
+        expect(await acknowledgeHandoff(deps, input)).toEqual(first);
+      });
+
       it('rejects accepted without authorization confirmed', async () => {
         await send('b-1');
         const error = await expectBatonError(
@@ -725,6 +742,39 @@ for (const backend of backends) {
         expect((await deps.store.getStream({ ...at, kind: 'scope' })).head).toBe(1);
         const same = { ...at, source_id: 'z', kind: 'test-log', content: {}, metadata: { kind: 'test-log' } };
         expect((await captureSource(deps, same)).position).toBe(2);
+      });
+
+      it('keeps the source ids of reviews to review_experience, so no source can hold a candidate review in advance', async () => {
+        const recorded = await recordTaskOutcome(deps, outcome('o-1'));
+        const reviewId = reviewSourceId(recorded.receipt.source_ref);
+        const head = (await deps.store.getStream({ ...at, kind: 'scope' })).head;
+        await expectBatonError(
+          captureSource(deps, { ...at, source_id: reviewId, kind: 'note', content: 'x' }),
+          'invalid_input',
+          {
+            issues: [{ path: 'source_id', message: expect.stringContaining('review_experience') as string }],
+          },
+        );
+        await expectBatonError(
+          createWorkContract(deps, {
+            ...at,
+            source_id: reviewId,
+            objective: 'o',
+            completion_criteria: ['c'],
+          }),
+          'invalid_input',
+          {
+            issues: [{ path: 'source_id', message: expect.stringContaining('review_experience') as string }],
+          },
+        );
+        expect((await deps.store.getStream({ ...at, kind: 'scope' })).head).toBe(head);
+        const reviewed = await reviewExperience(deps, {
+          ...at,
+          candidate: recorded.receipt.source_ref,
+          decision: 'approved',
+          note: 'holds',
+        });
+        expect(reviewed.candidate.status).toBe('approved');
       });
 
       it('keeps a view frozen earlier as it was, journal included', async () => {

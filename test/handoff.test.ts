@@ -234,6 +234,27 @@ for (const backend of backends) {
         );
       });
 
+      it('refuses a transported body with a field preparing would refuse, at the top as inside, and commits nothing', async () => {
+        const prepared = await prepareHandoff(deps, { ...at, ...handoff(1, [log]) });
+        const transported = JSON.parse(JSON.stringify(prepared.prepared_handoff)) as Record<string, unknown>;
+        await expectBatonError(
+          commitHandoff(deps, { ...at, prepared: { ...transported, grant: 'deploy' }, expected_head: 0 }),
+          'invalid_input',
+          { issues: [{ path: '', message: 'Unrecognized key: "grant"' }] },
+        );
+        const statements = transported.statements as Record<string, unknown>[];
+        await expectBatonError(
+          commitHandoff(deps, {
+            ...at,
+            prepared: { ...transported, statements: [{ ...statements[0], grant: 'deploy' }, statements[1]] },
+            expected_head: 0,
+          }),
+          'invalid_input',
+          { issues: [{ path: 'statements.0', message: 'Unrecognized key: "grant"' }] },
+        );
+        expect(await deps.store.revisionHead(at)).toBe(0);
+      });
+
       it('refuses a handoff of another scope, and an unknown digest', async () => {
         const prepared = await prepareHandoff(deps, { project_id, scope_id: 'other', ...handoff(1) });
         await expectBatonError(

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../core/canonical.ts';
 import { BatonError, isBatonError } from '../core/errors.ts';
 import { locateEvidence } from '../core/continuity/claims.ts';
+import { ownSourceIdSchema } from '../core/continuity/experience.ts';
 import { answersAcknowledgement } from '../core/continuity/retry.ts';
 import { projectContinuity, type WorkContinuity } from '../core/continuity/projection.ts';
 import {
@@ -29,7 +30,6 @@ import { parseHandoffContent, preparedBody, withBlockedRule } from '../core/hand
 import { sealEntry, sealPrepared } from '../core/ledger/entry.ts';
 import { evidenceOf, exactTargetSchema } from '../core/handoff/resolution.ts';
 import type { JsonObject } from '../core/json.ts';
-import { sourceIdSchema } from '../core/ledger/names.ts';
 import { sourceReceipt, type SourceReceipt, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import type { AppDeps } from './deps.ts';
@@ -38,7 +38,7 @@ import type { Entry } from '../core/ledger/entry.ts';
 import { requireReadableEvidence } from './evidence.ts';
 import { checkHandoff, prepareHandoff, type PreparedResult } from './handoffs.ts';
 
-const where = { project_id: z.string(), scope_id: z.string(), source_id: sourceIdSchema };
+const where = { project_id: z.string(), scope_id: z.string(), source_id: ownSourceIdSchema };
 
 /**
  * An operation's input: the location plus the record's fields, nothing else. Built once per
@@ -258,8 +258,10 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
   const { at, fields } = split(parseRecord(acknowledgeInput, input, 'acknowledgement'));
   // A blank reason of an accepted receipt is no reason.
   const reason = fields.reason?.trim() ? fields.reason : undefined;
+  // An empty label is no label: it is not stored, so a retry compares it as absent.
+  const receiver = fields.receiver ? fields.receiver : undefined;
   const target = fields.target;
-  const request = { ...fields, reason, receiver: fields.receiver };
+  const request = { ...fields, reason, receiver };
   const answers = (stored: HandoffReceipt) => answersAcknowledgement(stored, request);
   return answeringRetry(deps, at, 'handoff-receipt', answers, async () => {
     const checked = await checkHandoff(deps, { project_id: at.project_id, scope_id: at.scope_id }, target);
@@ -284,7 +286,7 @@ export async function acknowledgeHandoff(deps: AppDeps, input: unknown): Promise
       unavailable_citations: unavailable,
       receiver_checks: fields.receiver_checks,
       ...(reason ? { reason } : {}),
-      ...(fields.receiver ? { receiver: fields.receiver } : {}),
+      ...(receiver ? { receiver } : {}),
     };
     const { receipt, trust } = await store(deps, at, 'handoff-receipt', record as JsonObject);
     return { receipt, record, trust };

@@ -100,6 +100,9 @@ export interface CommitHandoffInput extends ScopeInput {
   readonly expected_head: number;
 }
 
+/** The fields of a Prepared Handoff body that preparing sets, not the caller. */
+const ledgerFields: ReadonlySet<string> = new Set(['schema', 'scope_id', 'base_revision']);
+
 /** The prepared handoff as parsed, and the body exactly as stored or transported. */
 async function loadPrepared(
   deps: AppDeps,
@@ -111,16 +114,11 @@ async function loadPrepared(
     return { handoff: parsePreparedHandoff(body), body };
   }
   const handoff = parsePreparedHandoff(prepared);
-  // A transported body meets the same rules as one prepared here.
-  const { objective, disposition, statements, next_action, omissions, blocked } = handoff;
-  const content = parseHandoffContent({
-    objective,
-    disposition,
-    statements,
-    next_action,
-    omissions,
-    ...(blocked ? { blocked } : {}),
-  });
+  // A transported body meets the same rules as one prepared here: every field but the three
+  // the ledger sets is content, so a field preparing would refuse is refused, at the top too.
+  const content = parseHandoffContent(
+    Object.fromEntries(Object.entries(handoff).filter(([key]) => !ledgerFields.has(key))),
+  );
   preparedBody(handoff.scope_id, handoff.base_revision, content);
   // Its evidence is validated now, as it would have been when prepared here.
   await requireReadableEvidence(deps, project_id, handoff.scope_id, citationsOf(handoff), 'prepared handoff');

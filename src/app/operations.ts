@@ -4,6 +4,7 @@
  * the typed client and the CLI are all derived from this list; none adds logic of its own.
  */
 import { z } from 'zod';
+import { ownSourceIdSchema } from '../core/continuity/experience.ts';
 import { workKinds } from '../core/continuity/records.ts';
 import { boundaryFields, outcomeFields, workContractFields } from '../core/continuity/records.ts';
 import { workstreamMarkdown, reportMarkdown } from '../core/handoff/report.ts';
@@ -54,6 +55,8 @@ function operation<S extends z.ZodType>(definition: Operation<S>): Operation {
 }
 
 const where = { scope_id: scopeIdSchema, source_id: sourceIdSchema };
+/** Where a source is written: any source_id but a review's (review_experience derives those). */
+const writeWhere = { scope_id: scopeIdSchema, source_id: ownSourceIdSchema };
 const digest = z.string().regex(digestPattern, 'a digest is sha256:<64 hex>');
 /**
  * A whole number, or its decimal digits as a query string carries it (at most 15, so it reads
@@ -75,7 +78,7 @@ export const operations: readonly Operation[] = [
     idempotent: true,
     output: resultSchemas.capture_source,
     input: z.strictObject({
-      ...where,
+      ...writeWhere,
       kind: kindSchema.optional(),
       content: jsonValueSchema,
       metadata: jsonObjectSchema.optional(),
@@ -101,7 +104,7 @@ export const operations: readonly Operation[] = [
     access: 'write',
     idempotent: true,
     output: resultSchemas.create_work_contract,
-    input: z.strictObject({ ...where, ...workContractFields }),
+    input: z.strictObject({ ...writeWhere, ...workContractFields }),
     run: (deps, project_id, input) => createWorkContract(deps, { ...input, project_id }),
   }),
   operation({
@@ -112,7 +115,7 @@ export const operations: readonly Operation[] = [
     access: 'write',
     idempotent: true,
     output: resultSchemas.handoff_current_work,
-    input: withBlockedRule(z.strictObject({ ...where, ...boundaryFields })),
+    input: withBlockedRule(z.strictObject({ ...writeWhere, ...boundaryFields })),
     run: (deps, project_id, input) => handoffCurrentWork(deps, { ...input, project_id }),
   }),
   operation({
@@ -150,7 +153,7 @@ export const operations: readonly Operation[] = [
     access: 'write',
     idempotent: true,
     output: resultSchemas.acknowledge_handoff,
-    input: withAcknowledgeRules(z.strictObject({ ...where, ...acknowledgeFields })),
+    input: withAcknowledgeRules(z.strictObject({ ...writeWhere, ...acknowledgeFields })),
     run: (deps, project_id, input) => acknowledgeHandoff(deps, { ...input, project_id }),
   }),
   operation({
@@ -161,7 +164,7 @@ export const operations: readonly Operation[] = [
     access: 'write',
     idempotent: true,
     output: resultSchemas.record_task_outcome,
-    input: z.strictObject({ ...where, ...outcomeFields }),
+    input: z.strictObject({ ...writeWhere, ...outcomeFields }),
     run: (deps, project_id, input) => recordTaskOutcome(deps, { ...input, project_id }),
   }),
   operation({

@@ -4,7 +4,9 @@
  * outcome and review sources, rebuilt from the journal at any time.
  */
 import { z } from 'zod';
+import { BatonError } from '../errors.ts';
 import { sha256Digest } from '../canonical.ts';
+import { sourceIdSchema } from '../ledger/names.ts';
 import { sourceRefSchema, type SourceRef } from '../ledger/source.ts';
 import { recordSchema } from '../records.ts';
 import { workText } from './claims.ts';
@@ -22,9 +24,27 @@ export const reviewSchema = recordSchema('baton.experience-review/v1', {
 
 export type ExperienceReview = z.output<typeof reviewSchema>;
 
+const reviewSourceIdPrefix = 'experience-review:';
+
 /** The review of an outcome is stored under a source_id derived from it: one review per candidate. */
 export function reviewSourceId(candidate: SourceRef): string {
-  return `experience-review:${sha256Digest(candidate.source_id).slice('sha256:'.length)}`;
+  return `${reviewSourceIdPrefix}${sha256Digest(candidate.source_id).slice('sha256:'.length)}`;
+}
+
+const reviewOnly = `source ids starting ${reviewSourceIdPrefix} are written only by review_experience`;
+
+/**
+ * The source_id of anything but a review: a source stored under a review's id first would hold
+ * the candidate's one review slot, and the candidate could never be reviewed.
+ */
+export const ownSourceIdSchema = sourceIdSchema.regex(/^(?!experience-review:)/, reviewOnly);
+
+/** ownSourceIdSchema's rule, for a caller that has no schema for the source_id. */
+export function requireNotReviewSourceId(source_id: string, what: string): void {
+  if (!source_id.startsWith(reviewSourceIdPrefix)) return;
+  throw new BatonError('invalid_input', `${what} is invalid at source_id: ${reviewOnly}`, {
+    issues: [{ path: 'source_id', message: reviewOnly }],
+  });
 }
 
 export interface Candidate {
