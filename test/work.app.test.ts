@@ -163,6 +163,66 @@ for (const backend of backends) {
       expect(attached).toHaveLength(writers);
     });
 
+    it('an operation id names one change: the same change again appends nothing, another change under it is refused and writes nothing', async () => {
+      const { store, deps } = await withContract();
+      const stream = work.sessionStream('acme', 's-1');
+      const start = {
+        session_id: 's-1',
+        revision: 1,
+        item_id: 'inspect',
+        to: 'running',
+        operation_id: 'op-1',
+      };
+      const first = await work.transitionItem(deps, 'acme', start, model);
+      expect((await work.transitionItem(deps, 'acme', start, model)).position).toBe(first.position);
+      await expectBatonError(
+        work.transitionItem(deps, 'acme', { ...start, to: 'blocked' }, model),
+        'conflict',
+        {
+          rule: 'operation_reused',
+          operation_id: 'op-1',
+          recorded: { contract_id: 'work-1', item_id: 'inspect', type: 'item_status_changed', to: 'running' },
+        },
+      );
+      await expectBatonError(
+        work.attachEvidence(
+          deps,
+          'acme',
+          {
+            session_id: 's-1',
+            revision: 1,
+            item_id: 'inspect',
+            evidence: { type: 'child_session', session_id: 'child-1' },
+            operation_id: 'op-1',
+          },
+          model,
+        ),
+        'conflict',
+        { rule: 'operation_reused', operation_id: 'op-1' },
+      );
+      expect((await store.getStream(stream)).head).toBe(first.position);
+      const evidence = {
+        session_id: 's-1',
+        revision: 1,
+        item_id: 'inspect',
+        evidence: { type: 'child_session', session_id: 'child-1' },
+        operation_id: 'op-2',
+      };
+      const attached = await work.attachEvidence(deps, 'acme', evidence, model);
+      expect((await work.attachEvidence(deps, 'acme', evidence, model)).position).toBe(attached.position);
+      await expectBatonError(
+        work.attachEvidence(
+          deps,
+          'acme',
+          { ...evidence, evidence: { type: 'child_session', session_id: 'child-2' } },
+          model,
+        ),
+        'conflict',
+        { rule: 'operation_reused', operation_id: 'op-2' },
+      );
+      expect((await store.getStream(stream)).head).toBe(attached.position);
+    });
+
     it('waits for input, refuses a stale answer after a revision, and resumes with a current one', async () => {
       const { deps } = await setup();
       const asking = {

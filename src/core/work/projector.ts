@@ -188,13 +188,13 @@ export class WorkProjector {
   private position = 0;
   private latestCheckpoint: string | null = null;
   private terminal: { status: TerminalStatus; position: number } | null = null;
-  /** Operation ids of retryable effects already recorded: each may happen once. */
-  private readonly operations = new Set<string>();
+  /** The event each operation id of a retryable effect was recorded with: each may happen once. */
+  private readonly operations = new Map<string, WorkEvent>();
   readonly warnings: WorkWarning[] = [];
 
-  /** Whether an event with this operation id is in the ledger already. */
-  hasOperation(operation_id: string): boolean {
-    return this.operations.has(operation_id);
+  /** The event recorded under this operation id, if the ledger holds one. */
+  recordedOperation(operation_id: string): WorkEvent | undefined {
+    return this.operations.get(operation_id);
   }
 
   /** Apply one entry; throws a conflict BatonError (data.rule) when it breaks an invariant. */
@@ -274,7 +274,7 @@ export class WorkProjector {
     }
     if (kind.type === 'contract_created') {
       this.create(event, kind, position);
-      if (operation) this.operations.add(operation.operation_id);
+      if (operation) this.operations.set(operation.operation_id, event);
       return;
     }
     const contract = this.contracts.get(event.contract_id);
@@ -306,7 +306,7 @@ export class WorkProjector {
     }
     contract.updated_position = position;
     contract.events += 1;
-    if (operation) this.operations.add(operation.operation_id);
+    if (operation) this.operations.set(operation.operation_id, event);
   }
 
   private create(
