@@ -223,6 +223,33 @@ for (const backend of backends) {
       expect((await store.getStream(stream)).head).toBe(attached.position);
     });
 
+    it('a ready item is ready only while its dependencies are done: a revision that adds an unfinished one makes it proposed again', async () => {
+      const { deps } = await withContract();
+      const parallel = {
+        ...definition,
+        items: definition.items.map((item) => ({ ...item, dependencies: [] })),
+      };
+      const flat = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 1, ...parallel, reason: 'independent' },
+        model,
+      );
+      expect(flat.contract?.items.map((item) => item.status)).toEqual(['ready', 'ready']);
+      const chained = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 2, ...definition, reason: 'implement waits again' },
+        model,
+      );
+      expect(chained.contract?.items.map((item) => item.status)).toEqual(['ready', 'proposed']);
+      expect(chained.control_block).toContain('- implement: proposed');
+      // Once its dependency is done, readiness follows as before.
+      await work.cancelItem(deps, 'acme', { session_id: 's-1', item_id: 'inspect' }, human);
+      const snapshot = await work.readWork(deps, 'acme', { session_id: 's-1' });
+      expect(snapshot.contract?.items.map((item) => item.status)).toEqual(['cancelled', 'proposed']);
+    });
+
     it('waits for input, refuses a stale answer after a revision, and resumes with a current one', async () => {
       const { deps } = await setup();
       const asking = {
