@@ -210,3 +210,40 @@ describe('the stop gate with a required item a person skipped', () => {
     await expectValidLedger();
   });
 });
+
+describe('the stop gate with a branch beside a live contract', () => {
+  it('blocks on the older live contract when the newer branch has nothing required, and exhaustion ends the one that blocks', async () => {
+    await work.createContract(
+      deps,
+      'acme',
+      { session_id: 's', contract_id: 'main', ...definition([{ item_id: 'do', title: 'Do it' }]) },
+      model,
+    );
+    await work.createContract(
+      deps,
+      'acme',
+      {
+        session_id: 's',
+        contract_id: 'side',
+        branch: true,
+        objective: 'look around',
+        criteria: [{ ...notes, required: false }],
+        items: [{ item_id: 'peek', title: 'Peek', required: false, criterion_ids: ['notes'] }],
+      },
+      model,
+    );
+    const blocked = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(blocked).toMatchObject({ decision: 'block', contract_id: 'main', status: 'active', blocks: 1 });
+    expect(blocked.decision === 'block' && blocked.reasons.map((reason) => reason.code)).toEqual([
+      'item_pending',
+      'criterion_unverified',
+    ]);
+    const exhausted = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(exhausted).toMatchObject({ decision: 'allow', contract_id: 'main', status: 'unverified' });
+    const projection = await expectValidLedger();
+    expect(projection?.contracts.map((contract) => [contract.contract_id, contract.status])).toEqual([
+      ['main', 'unverified'],
+      ['side', 'active'],
+    ]);
+  });
+});
