@@ -247,3 +247,42 @@ describe('the stop gate with a branch beside a live contract', () => {
     ]);
   });
 });
+
+describe('the stop gate at exhaustion with an optional criterion failed', () => {
+  it('ends the contract unverified: only a required criterion that failed makes it failed', async () => {
+    writeFileSync(join(workspace, 'notes.md'), 'done\n');
+    await work.createContract(
+      deps,
+      'acme',
+      {
+        session_id: 's',
+        contract_id: 'work-1',
+        objective: 'write the notes',
+        criteria: [
+          notes,
+          {
+            criterion_id: 'extra',
+            statement: 'extra notes',
+            required: false,
+            kind: { type: 'file_exists', path: 'extra.md' },
+          },
+        ],
+        items: [
+          { item_id: 'do', title: 'Do it', criterion_ids: ['notes', 'extra'] },
+          { item_id: 'more', title: 'And more', criterion_ids: ['notes'] },
+        ],
+      },
+      model,
+    );
+    const verified = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(verified.verdicts.map((verdict) => verdict.verdict)).toEqual(['passed', 'failed']);
+    await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    const exhausted = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(exhausted).toMatchObject({
+      decision: 'allow',
+      status: 'unverified',
+      exhausted: { to: 'unverified' },
+    });
+    await expectValidLedger();
+  });
+});

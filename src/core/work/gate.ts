@@ -168,7 +168,12 @@ export function exhaustedStatus(
   live: LiveState,
 ): { to: 'failed' | 'unverified'; reason: string } {
   const reasons = reasonsFor(contract, live);
-  const failed = contract.criteria.some((criterion) => criterion.result?.verdict === 'failed');
+  const required = new Set(
+    contract.contract.criteria.filter((criterion) => criterion.required).map((c) => c.criterion_id),
+  );
+  const failed = contract.criteria.some(
+    (criterion) => required.has(criterion.criterion_id) && criterion.result?.verdict === 'failed',
+  );
   const left = reasons
     .map((reason) => reason.message)
     .slice(0, 5)
