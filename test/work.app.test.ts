@@ -250,6 +250,47 @@ for (const backend of backends) {
       expect(snapshot.contract?.items.map((item) => item.status)).toEqual(['cancelled', 'proposed']);
     });
 
+    it('an answer holds across a revision only while its assumption says the same: a changed one needs a new answer', async () => {
+      const { deps } = await setup();
+      const asking = (text: string) => ({
+        ...definition,
+        assumptions: [{ assumption_id: 'target', text, requires_confirmation: true }],
+      });
+      await work.createContract(
+        deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...asking('deploy to staging') },
+        model,
+      );
+      await work.confirmWork(
+        deps,
+        'acme',
+        { session_id: 's-1', revision: 1, resolutions: [{ assumption_id: 'target', resolution: 'yes' }] },
+        human,
+      );
+      const same = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 1, ...asking('deploy to staging'), reason: 'same' },
+        model,
+      );
+      expect(same.contract).toMatchObject({ status: 'active', revision: 2 });
+      expect(same.contract?.contract.assumptions[0]?.resolution).toBe('yes');
+      const changed = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 2, ...asking('deploy to production'), reason: 'scope' },
+        model,
+      );
+      expect(changed.contract).toMatchObject({ status: 'awaiting_input', revision: 3 });
+      expect(changed.contract?.contract.assumptions[0]?.resolution).toBeNull();
+      await expectBatonError(
+        work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 3 }, human),
+        'conflict',
+        { rule: 'needs_input', assumption_ids: ['target'] },
+      );
+    });
+
     it('waits for input, refuses a stale answer after a revision, and resumes with a current one', async () => {
       const { deps } = await setup();
       const asking = {

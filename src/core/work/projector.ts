@@ -11,6 +11,7 @@ import {
   terminalContractStatuses,
   workEventSchema,
   type Actor,
+  type Assumption,
   type ContractStatus,
   type CriterionResult,
   type EvidenceAvailability,
@@ -694,6 +695,9 @@ const workEventKindNames: ReadonlySet<string> = new Set([
 
 function installDefinition(contract: MutableContract, definition: WorkContract): void {
   const previousCriteria = contract.criteria;
+  const previousAssumptions = new Map(
+    contract.contract.assumptions.map((assumption) => [assumption.assumption_id, assumption]),
+  );
   contract.contract = definition;
   contract.definitions = new Map(definition.items.map((item) => [item.item_id, item]));
   contract.criteria = new Map(definition.criteria.map((criterion) => [criterion.criterion_id, criterion]));
@@ -725,12 +729,25 @@ function installDefinition(contract: MutableContract, definition: WorkContract):
       contract.results.delete(criterion_id);
     }
   }
+  // An answer holds across a revision only for an assumption that still says the same: a
+  // stale answer never settles a newer question.
   const assumptions = new Map(
     definition.assumptions.map((assumption) => [assumption.assumption_id, assumption]),
   );
   for (const assumption_id of [...contract.resolutions.keys()]) {
-    if (!assumptions.has(assumption_id)) contract.resolutions.delete(assumption_id);
+    const before = previousAssumptions.get(assumption_id);
+    const after = assumptions.get(assumption_id);
+    if (!before || !after || !sameQuestion(before, after)) contract.resolutions.delete(assumption_id);
   }
+  // An answer the definition states itself is an answer like any other.
+  for (const assumption of definition.assumptions) {
+    if (assumption.resolution) contract.resolutions.set(assumption.assumption_id, assumption.resolution);
+  }
+}
+
+/** Whether two definitions of an assumption ask the same, whatever answer each carries. */
+export function sameQuestion(a: Assumption, b: Assumption): boolean {
+  return canonicalJson({ ...a, resolution: null }) === canonicalJson({ ...b, resolution: null });
 }
 
 function requireItem(contract: MutableContract, item_id: string): MutableItem {
