@@ -250,7 +250,7 @@ for (const backend of backends) {
       expect(snapshot.contract?.items.map((item) => item.status)).toEqual(['cancelled', 'proposed']);
     });
 
-    it('an answer holds across a revision only while its assumption says the same: a changed one needs a new answer', async () => {
+    it('an answer holds across a revision only while its assumption asks the same: a changed one needs a new answer', async () => {
       const { deps } = await setup();
       const asking = (text: string) => ({
         ...definition,
@@ -274,8 +274,11 @@ for (const backend of backends) {
         { session_id: 's-1', previous_revision: 1, ...asking('deploy to staging'), reason: 'same' },
         model,
       );
-      expect(same.contract).toMatchObject({ status: 'active', revision: 2 });
+      // A revision asks again; the answer to an unchanged question still holds, so confirming resumes it.
+      expect(same.contract).toMatchObject({ status: 'awaiting_input', revision: 2 });
       expect(same.contract?.contract.assumptions[0]?.resolution).toBe('yes');
+      const resumed = await work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 2 }, human);
+      expect(resumed.contract).toMatchObject({ status: 'active', revision: 2 });
       const changed = await work.reviseContract(
         deps,
         'acme',

@@ -36,7 +36,6 @@ import {
 } from '../core/work/model.ts';
 import {
   activeContract,
-  sameQuestion,
   WorkProjector,
   type ContractProjection,
   type WorkProjection,
@@ -770,18 +769,7 @@ export async function reviseContract(
     const events = [
       workEvent(next, { type: 'contract_revised', previous_revision, contract, reason: why }, actor),
     ];
-    // An answer recorded for an assumption that still asks the same holds (the projector keeps it).
-    const answered = new Set(
-      current.contract.assumptions
-        .filter((before) => before.resolution)
-        .filter((before) =>
-          contract.assumptions.some(
-            (after) => after.assumption_id === before.assumption_id && sameQuestion(before, after),
-          ),
-        )
-        .map((before) => before.assumption_id),
-    );
-    const open = unresolved(contract).filter((assumption_id) => !answered.has(assumption_id));
+    const open = unresolved(contract);
     if (open.length > 0 && current.status === 'active') {
       events.push(statusChange(next, 'active', 'awaiting_input', `needs input on ${open.join(', ')}`));
     }
