@@ -282,6 +282,35 @@ describe('managed work over MCP (stdio)', () => {
     expect(listed.inputSchema.properties?.contract_id).toMatchObject({ maxLength: 128 });
   });
 
+  it('revises the contract work_revise names, as HTTP does: a name that is not in the session is not_found and writes nothing', async () => {
+    const session_id = 'claude-named';
+    const proposal = {
+      session_id,
+      contract_id: 'named-1',
+      objective: 'named',
+      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
+    };
+    const created = await good<{ position: number }>('work_revise', proposal);
+    await expectToolError(
+      'work_revise',
+      { ...proposal, contract_id: 'someone-else', previous_revision: 1, reason: 'not mine' },
+      'not_found',
+    );
+    const read = await good<{ position: number; contract: { contract_id: string; revision: number } }>(
+      'work_get',
+      { session_id },
+    );
+    expect(read.position).toBe(created.position);
+    expect(read.contract).toMatchObject({ contract_id: 'named-1', revision: 1 });
+    const revised = await good<{ contract: { contract_id: string; revision: number } }>('work_revise', {
+      ...proposal,
+      previous_revision: 1,
+      reason: 'named again',
+    });
+    expect(revised.contract).toMatchObject({ contract_id: 'named-1', revision: 2 });
+  });
+
   it('marks attached evidence available when it resolves in the ledger, and unavailable with the reason', async () => {
     const session_id = 'claude-evidence';
     await good('work_revise', {

@@ -163,6 +163,137 @@ for (const backend of backends) {
       expect(attached).toHaveLength(writers);
     });
 
+    it('an operation id names one change: the same change again appends nothing, another change under it is refused and writes nothing', async () => {
+      const { store, deps } = await withContract();
+      const stream = work.sessionStream('acme', 's-1');
+      const start = {
+        session_id: 's-1',
+        revision: 1,
+        item_id: 'inspect',
+        to: 'running',
+        operation_id: 'op-1',
+      };
+      const first = await work.transitionItem(deps, 'acme', start, model);
+      expect((await work.transitionItem(deps, 'acme', start, model)).position).toBe(first.position);
+      await expectBatonError(
+        work.transitionItem(deps, 'acme', { ...start, to: 'blocked' }, model),
+        'conflict',
+        {
+          rule: 'operation_reused',
+          operation_id: 'op-1',
+          recorded: { contract_id: 'work-1', item_id: 'inspect', type: 'item_status_changed', to: 'running' },
+        },
+      );
+      await expectBatonError(
+        work.attachEvidence(
+          deps,
+          'acme',
+          {
+            session_id: 's-1',
+            revision: 1,
+            item_id: 'inspect',
+            evidence: { type: 'child_session', session_id: 'child-1' },
+            operation_id: 'op-1',
+          },
+          model,
+        ),
+        'conflict',
+        { rule: 'operation_reused', operation_id: 'op-1' },
+      );
+      expect((await store.getStream(stream)).head).toBe(first.position);
+      const evidence = {
+        session_id: 's-1',
+        revision: 1,
+        item_id: 'inspect',
+        evidence: { type: 'child_session', session_id: 'child-1' },
+        operation_id: 'op-2',
+      };
+      const attached = await work.attachEvidence(deps, 'acme', evidence, model);
+      expect((await work.attachEvidence(deps, 'acme', evidence, model)).position).toBe(attached.position);
+      await expectBatonError(
+        work.attachEvidence(
+          deps,
+          'acme',
+          { ...evidence, evidence: { type: 'child_session', session_id: 'child-2' } },
+          model,
+        ),
+        'conflict',
+        { rule: 'operation_reused', operation_id: 'op-2' },
+      );
+      expect((await store.getStream(stream)).head).toBe(attached.position);
+    });
+
+    it('a ready item is ready only while its dependencies are done: a revision that adds an unfinished one makes it proposed again', async () => {
+      const { deps } = await withContract();
+      const parallel = {
+        ...definition,
+        items: definition.items.map((item) => ({ ...item, dependencies: [] })),
+      };
+      const flat = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 1, ...parallel, reason: 'independent' },
+        model,
+      );
+      expect(flat.contract?.items.map((item) => item.status)).toEqual(['ready', 'ready']);
+      const chained = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 2, ...definition, reason: 'implement waits again' },
+        model,
+      );
+      expect(chained.contract?.items.map((item) => item.status)).toEqual(['ready', 'proposed']);
+      expect(chained.control_block).toContain('- implement: proposed');
+      // Once its dependency is done, readiness follows as before.
+      await work.cancelItem(deps, 'acme', { session_id: 's-1', item_id: 'inspect' }, human);
+      const snapshot = await work.readWork(deps, 'acme', { session_id: 's-1' });
+      expect(snapshot.contract?.items.map((item) => item.status)).toEqual(['cancelled', 'proposed']);
+    });
+
+    it('an answer holds across a revision only while its assumption asks the same: a changed one needs a new answer', async () => {
+      const { deps } = await setup();
+      const asking = (text: string) => ({
+        ...definition,
+        assumptions: [{ assumption_id: 'target', text, requires_confirmation: true }],
+      });
+      await work.createContract(
+        deps,
+        'acme',
+        { session_id: 's-1', contract_id: 'work-1', ...asking('deploy to staging') },
+        model,
+      );
+      await work.confirmWork(
+        deps,
+        'acme',
+        { session_id: 's-1', revision: 1, resolutions: [{ assumption_id: 'target', resolution: 'yes' }] },
+        human,
+      );
+      const same = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 1, ...asking('deploy to staging'), reason: 'same' },
+        model,
+      );
+      // A revision asks again; the answer to an unchanged question still holds, so confirming resumes it.
+      expect(same.contract).toMatchObject({ status: 'awaiting_input', revision: 2 });
+      expect(same.contract?.contract.assumptions[0]?.resolution).toBe('yes');
+      const resumed = await work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 2 }, human);
+      expect(resumed.contract).toMatchObject({ status: 'active', revision: 2 });
+      const changed = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 2, ...asking('deploy to production'), reason: 'scope' },
+        model,
+      );
+      expect(changed.contract).toMatchObject({ status: 'awaiting_input', revision: 3 });
+      expect(changed.contract?.contract.assumptions[0]?.resolution).toBeNull();
+      await expectBatonError(
+        work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 3 }, human),
+        'conflict',
+        { rule: 'needs_input', assumption_ids: ['target'] },
+      );
+    });
+
     it('waits for input, refuses a stale answer after a revision, and resumes with a current one', async () => {
       const { deps } = await setup();
       const asking = {

@@ -210,3 +210,79 @@ describe('the stop gate with a required item a person skipped', () => {
     await expectValidLedger();
   });
 });
+
+describe('the stop gate with a branch beside a live contract', () => {
+  it('blocks on the older live contract when the newer branch has nothing required, and exhaustion ends the one that blocks', async () => {
+    await work.createContract(
+      deps,
+      'acme',
+      { session_id: 's', contract_id: 'main', ...definition([{ item_id: 'do', title: 'Do it' }]) },
+      model,
+    );
+    await work.createContract(
+      deps,
+      'acme',
+      {
+        session_id: 's',
+        contract_id: 'side',
+        branch: true,
+        objective: 'look around',
+        criteria: [{ ...notes, required: false }],
+        items: [{ item_id: 'peek', title: 'Peek', required: false, criterion_ids: ['notes'] }],
+      },
+      model,
+    );
+    const blocked = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(blocked).toMatchObject({ decision: 'block', contract_id: 'main', status: 'active', blocks: 1 });
+    expect(blocked.decision === 'block' && blocked.reasons.map((reason) => reason.code)).toEqual([
+      'item_pending',
+      'criterion_unverified',
+    ]);
+    const exhausted = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(exhausted).toMatchObject({ decision: 'allow', contract_id: 'main', status: 'unverified' });
+    const projection = await expectValidLedger();
+    expect(projection?.contracts.map((contract) => [contract.contract_id, contract.status])).toEqual([
+      ['main', 'unverified'],
+      ['side', 'active'],
+    ]);
+  });
+});
+
+describe('the stop gate at exhaustion with an optional criterion failed', () => {
+  it('ends the contract unverified: only a required criterion that failed makes it failed', async () => {
+    writeFileSync(join(workspace, 'notes.md'), 'done\n');
+    await work.createContract(
+      deps,
+      'acme',
+      {
+        session_id: 's',
+        contract_id: 'work-1',
+        objective: 'write the notes',
+        criteria: [
+          notes,
+          {
+            criterion_id: 'extra',
+            statement: 'extra notes',
+            required: false,
+            kind: { type: 'file_exists', path: 'extra.md' },
+          },
+        ],
+        items: [
+          { item_id: 'do', title: 'Do it', criterion_ids: ['notes', 'extra'] },
+          { item_id: 'more', title: 'And more', criterion_ids: ['notes'] },
+        ],
+      },
+      model,
+    );
+    const verified = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(verified.verdicts.map((verdict) => verdict.verdict)).toEqual(['passed', 'failed']);
+    await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    const exhausted = await stopGate(deps, 'acme', { session_id: 's', max_blocks: 1 });
+    expect(exhausted).toMatchObject({
+      decision: 'allow',
+      status: 'unverified',
+      exhausted: { to: 'unverified' },
+    });
+    await expectValidLedger();
+  });
+});

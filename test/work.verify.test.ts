@@ -446,7 +446,7 @@ describe('one verification at a time, within a budget', () => {
 });
 
 describe('operation identity', () => {
-  it('duplicate operation id is treated idempotently: the second call appends nothing', async () => {
+  it('duplicate operation id is treated idempotently: the same change again appends nothing, another is refused', async () => {
     await contractWith([{ criterion_id: 'readme', kind: { type: 'file_exists', path: 'README.md' } }]);
     const input = {
       session_id: 's',
@@ -458,19 +458,23 @@ describe('operation identity', () => {
     const first = await work.transitionItem(deps, 'acme', input, model);
     const again = await work.transitionItem(deps, 'acme', input, model);
     expect(again.position).toBe(first.position);
-    const other = await work.attachEvidence(
-      deps,
-      'acme',
-      {
-        session_id: 's',
-        revision: 1,
-        item_id: 'do',
-        evidence: { type: 'child_session', session_id: 'c' },
-        operation_id: 'op-1',
-      },
-      model,
+    // The id names that transition: under another change it is refused, and nothing is written.
+    await expectBatonError(
+      work.attachEvidence(
+        deps,
+        'acme',
+        {
+          session_id: 's',
+          revision: 1,
+          item_id: 'do',
+          evidence: { type: 'child_session', session_id: 'c' },
+          operation_id: 'op-1',
+        },
+        model,
+      ),
+      'conflict',
+      { rule: 'operation_reused', recorded: { item_id: 'do', type: 'item_status_changed', to: 'running' } },
     );
-    expect(other.position).toBe(first.position);
     const text = await ledgerText();
     expect(text.split('"operation_id":"op-1"').length - 1).toBe(1);
   });

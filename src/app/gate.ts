@@ -8,7 +8,6 @@
 import { BatonError } from '../core/errors.ts';
 import { usableWorkspaceCheckpoint } from './workspace-paths.ts';
 import { exhaustedStatus, workGate, type GateDecision } from '../core/work/gate.ts';
-import { activeContract } from '../core/work/projector.ts';
 import { workEvent } from '../core/work/runtime.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import type { AppDeps } from './deps.ts';
@@ -83,7 +82,10 @@ export async function stopGate(
       return previous === 0 ? [] : { entries: [gateReceipt('allow', 0)], events: [] };
     }
     const blocks = previous + 1;
-    const contract = activeContract(projection)!;
+    // The contract that blocks: the newest live one with open reasons (workGate).
+    const contract = projection!.contracts.find(
+      (candidate) => candidate.contract_id === decision.contract_id,
+    )!;
     if (blocks > max) {
       const exhausted = exhaustedStatus(contract, live);
       result = {

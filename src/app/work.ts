@@ -7,6 +7,7 @@
  * projection.
  */
 import { z } from 'zod';
+import { canonicalJson } from '../core/canonical.ts';
 import { BatonError, isBatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -30,6 +31,7 @@ import {
   workEventSchema,
   type Actor,
   type WorkContract,
+  type WorkEvent,
   type WorkEventInput,
 } from '../core/work/model.ts';
 import {
@@ -307,8 +309,8 @@ interface Decision {
   readonly projection: WorkProjection | null;
   readonly header: SessionHeader | null;
   readonly config: WorkConfig;
-  /** Whether an event with this operation id is in the ledger already. */
-  readonly hasOperation: (operation_id: string) => boolean;
+  /** The event recorded under this operation id, if the ledger holds one. */
+  readonly recordedOperation: (operation_id: string) => WorkEvent | undefined;
 }
 
 /** Session entries other than work events (a checkpoint, a tool result) to append before the events. */
@@ -353,7 +355,7 @@ export async function commitWork(
       projection: projector.projection(),
       header: loaded.header,
       config,
-      hasOperation: (operation_id) => projector.hasOperation(operation_id),
+      recordedOperation: (operation_id) => projector.recordedOperation(operation_id),
     });
     const { entries, events: primary } = Array.isArray(decided) ? { entries: [], events: decided } : decided;
     if (primary.length === 0 && entries.length === 0) return snapshot(stream, loaded.head, projector);
@@ -605,7 +607,7 @@ export const transitionFields = {
   item_id: workIdSchema,
   to: z.enum(workItemStatuses),
   reason: reason.optional(),
-  /** An idempotency key: the same operation id again appends nothing and returns the state. */
+  /** An idempotency key: the same change under it again appends nothing; another change under it is refused. */
   operation_id: z.string().min(1).max(200).optional(),
 };
 export const evidenceFields = {
@@ -783,13 +785,54 @@ export async function transitionItem(
   actor: Actor,
 ): Promise<WorkSnapshot> {
   const parsed = parse(transitionFields, input, 'transition');
-  return commitWork(deps, sessionStream(project_id, parsed.session_id), ({ projection, hasOperation }) => {
-    if (parsed.operation_id !== undefined && hasOperation(parsed.operation_id)) return [];
-    const contract = target(projection, parsed.contract_id);
-    requireRevision(contract, parsed.revision);
-    const item = findItem(contract, parsed.item_id);
-    return [itemChange(contract, item, parsed.to, parsed.reason ?? '', actor, parsed.operation_id)];
-  });
+  return commitWork(
+    deps,
+    sessionStream(project_id, parsed.session_id),
+    ({ projection, recordedOperation }) => {
+      const replay = operationReplay(
+        parsed,
+        recordedOperation,
+        (kind) =>
+          kind.type === 'item_status_changed' && kind.item_id === parsed.item_id && kind.to === parsed.to,
+      );
+      if (replay) return [];
+      const contract = target(projection, parsed.contract_id);
+      requireRevision(contract, parsed.revision);
+      const item = findItem(contract, parsed.item_id);
+      return [itemChange(contract, item, parsed.to, parsed.reason ?? '', actor, parsed.operation_id)];
+    },
+  );
+}
+
+/**
+ * Whether a change is the replay of the operation its id was recorded with: the same change
+ * again appends nothing. An id names one change: under another change it is refused
+ * (operation_reused) with the change it was recorded for, so a reused id never looks like a success.
+ */
+function operationReplay(
+  request: { readonly contract_id?: string | undefined; readonly operation_id?: string | undefined },
+  recordedOperation: Decision['recordedOperation'],
+  sameChange: (kind: WorkEvent['kind']) => boolean,
+): boolean {
+  if (request.operation_id === undefined) return false;
+  const recorded = recordedOperation(request.operation_id);
+  if (recorded === undefined) return false;
+  const { kind } = recorded;
+  if (sameChange(kind) && (request.contract_id ?? recorded.contract_id) === recorded.contract_id) return true;
+  throw new BatonError(
+    'conflict',
+    `operation ${request.operation_id} was recorded for another change (${kind.type} of "${recorded.operation?.item_id ?? ''}"); an operation id names one change: use a new one`,
+    {
+      rule: 'operation_reused',
+      operation_id: request.operation_id,
+      recorded: {
+        contract_id: recorded.contract_id,
+        item_id: recorded.operation?.item_id ?? null,
+        type: kind.type,
+        ...(kind.type === 'item_status_changed' ? { to: kind.to } : {}),
+      },
+    },
+  );
 }
 
 function operationOf(
@@ -832,8 +875,16 @@ export async function attachEvidence(
   return commitWork(
     deps,
     sessionStream(project_id, session_id),
-    async ({ head, projection, hasOperation }) => {
-      if (parsed.operation_id !== undefined && hasOperation(parsed.operation_id)) return [];
+    async ({ head, projection, recordedOperation }) => {
+      const replay = operationReplay(
+        parsed,
+        recordedOperation,
+        (kind) =>
+          kind.type === 'evidence_attached' &&
+          kind.item_id === parsed.item_id &&
+          canonicalJson(kind.evidence) === canonicalJson(parsed.evidence),
+      );
+      if (replay) return [];
       const contract = target(projection, parsed.contract_id);
       requireRevision(contract, parsed.revision);
       const item = findItem(contract, parsed.item_id);

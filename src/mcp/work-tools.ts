@@ -169,8 +169,8 @@ const workTools: readonly WorkTool[] = [
         } as const;
         return withGate(await createContract(options.deps, project_id, definition, actor, { startSession }));
       }
-      const { contract_id: _id, branch: _b, ...definition } = rest;
-      void _id;
+      // The contract it names is the one revised (the live one when it names none), as over HTTP.
+      const { branch: _b, ...definition } = rest;
       void _b;
       return withGate(
         await reviseContract(

@@ -137,20 +137,25 @@ function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[]
   return reasons;
 }
 
-/** allow, or block with every reason; a session with no live contract is not managed and is allowed. */
+/**
+ * allow, or block with every reason of the newest live contract that blocks: a branch beside a
+ * live contract never lets the agent stop on the other's open work. A session with no live
+ * contract is not managed and is allowed.
+ */
 export function workGate(projection: WorkProjection | null, live: LiveState): GateDecision {
   const contract = activeContract(projection);
   if (!contract) {
     const last = projection?.contracts.at(-1);
     return { decision: 'allow', contract_id: last?.contract_id ?? null, status: last?.status ?? null };
   }
-  if (terminalContractStatuses.has(contract.status)) {
-    return { decision: 'allow', contract_id: contract.contract_id, status: contract.status };
+  const newestFirst = [...projection!.contracts].reverse();
+  for (const candidate of newestFirst) {
+    if (terminalContractStatuses.has(candidate.status)) continue;
+    const reasons = reasonsFor(candidate, live);
+    if (reasons.length > 0)
+      return { decision: 'block', contract_id: candidate.contract_id, status: candidate.status, reasons };
   }
-  const reasons = reasonsFor(contract, live);
-  if (reasons.length === 0)
-    return { decision: 'allow', contract_id: contract.contract_id, status: contract.status };
-  return { decision: 'block', contract_id: contract.contract_id, status: contract.status, reasons };
+  return { decision: 'allow', contract_id: contract.contract_id, status: contract.status };
 }
 
 /**
@@ -163,7 +168,12 @@ export function exhaustedStatus(
   live: LiveState,
 ): { to: 'failed' | 'unverified'; reason: string } {
   const reasons = reasonsFor(contract, live);
-  const failed = contract.criteria.some((criterion) => criterion.result?.verdict === 'failed');
+  const required = new Set(
+    contract.contract.criteria.filter((criterion) => criterion.required).map((c) => c.criterion_id),
+  );
+  const failed = contract.criteria.some(
+    (criterion) => required.has(criterion.criterion_id) && criterion.result?.verdict === 'failed',
+  );
   const left = reasons
     .map((reason) => reason.message)
     .slice(0, 5)

@@ -11,6 +11,7 @@ import {
   terminalContractStatuses,
   workEventSchema,
   type Actor,
+  type Assumption,
   type ContractStatus,
   type CriterionResult,
   type EvidenceAvailability,
@@ -188,13 +189,13 @@ export class WorkProjector {
   private position = 0;
   private latestCheckpoint: string | null = null;
   private terminal: { status: TerminalStatus; position: number } | null = null;
-  /** Operation ids of retryable effects already recorded: each may happen once. */
-  private readonly operations = new Set<string>();
+  /** The event each operation id of a retryable effect was recorded with: each may happen once. */
+  private readonly operations = new Map<string, WorkEvent>();
   readonly warnings: WorkWarning[] = [];
 
-  /** Whether an event with this operation id is in the ledger already. */
-  hasOperation(operation_id: string): boolean {
-    return this.operations.has(operation_id);
+  /** The event recorded under this operation id, if the ledger holds one. */
+  recordedOperation(operation_id: string): WorkEvent | undefined {
+    return this.operations.get(operation_id);
   }
 
   /** Apply one entry; throws a conflict BatonError (data.rule) when it breaks an invariant. */
@@ -274,7 +275,7 @@ export class WorkProjector {
     }
     if (kind.type === 'contract_created') {
       this.create(event, kind, position);
-      if (operation) this.operations.add(operation.operation_id);
+      if (operation) this.operations.set(operation.operation_id, event);
       return;
     }
     const contract = this.contracts.get(event.contract_id);
@@ -306,7 +307,7 @@ export class WorkProjector {
     }
     contract.updated_position = position;
     contract.events += 1;
-    if (operation) this.operations.add(operation.operation_id);
+    if (operation) this.operations.set(operation.operation_id, event);
   }
 
   private create(
@@ -694,6 +695,9 @@ const workEventKindNames: ReadonlySet<string> = new Set([
 
 function installDefinition(contract: MutableContract, definition: WorkContract): void {
   const previousCriteria = contract.criteria;
+  const previousAssumptions = new Map(
+    contract.contract.assumptions.map((assumption) => [assumption.assumption_id, assumption]),
+  );
   contract.contract = definition;
   contract.definitions = new Map(definition.items.map((item) => [item.item_id, item]));
   contract.criteria = new Map(definition.criteria.map((criterion) => [criterion.criterion_id, criterion]));
@@ -725,12 +729,25 @@ function installDefinition(contract: MutableContract, definition: WorkContract):
       contract.results.delete(criterion_id);
     }
   }
+  // An answer holds across a revision only for an assumption that still says the same: a
+  // stale answer never settles a newer question.
   const assumptions = new Map(
     definition.assumptions.map((assumption) => [assumption.assumption_id, assumption]),
   );
   for (const assumption_id of [...contract.resolutions.keys()]) {
-    if (!assumptions.has(assumption_id)) contract.resolutions.delete(assumption_id);
+    const before = previousAssumptions.get(assumption_id);
+    const after = assumptions.get(assumption_id);
+    if (!before || !after || !sameQuestion(before, after)) contract.resolutions.delete(assumption_id);
   }
+  // An answer the definition states itself is an answer like any other.
+  for (const assumption of definition.assumptions) {
+    if (assumption.resolution) contract.resolutions.set(assumption.assumption_id, assumption.resolution);
+  }
+}
+
+/** Whether two definitions of an assumption ask the same, whatever answer each carries. */
+export function sameQuestion(a: Assumption, b: Assumption): boolean {
+  return canonicalJson({ ...a, resolution: null }) === canonicalJson({ ...b, resolution: null });
 }
 
 function requireItem(contract: MutableContract, item_id: string): MutableItem {

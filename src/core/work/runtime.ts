@@ -1,9 +1,10 @@
 /**
  * What the runtime appends on its own after an event: an item whose dependencies are all done
- * becomes ready while its contract is active. A pure function of the projection, so every
+ * becomes ready while its contract is active, and a ready one whose dependencies are not goes
+ * back to proposed. A pure function of the projection, so every
  * surface that changes work state gets the same follow-ups.
  */
-import type { WorkEventInput, WorkItemStatus } from './model.ts';
+import { terminalContractStatuses, type WorkEventInput, type WorkItemStatus } from './model.ts';
 import type { ContractProjection, WorkItemState } from './projector.ts';
 import { itemDone, retryFrom } from './transitions.ts';
 
@@ -26,25 +27,38 @@ export function workEvent(
   };
 }
 
-/** proposed → ready for every item whose dependencies are done, while the contract is active. */
+/**
+ * Readiness follows the dependencies: proposed → ready for every item whose dependencies are
+ * done while the contract is active, and ready → proposed for one whose dependencies are no
+ * longer all done (a revision added one, or a dependency left succeeded) while it is live.
+ */
 export function readinessEvents(contract: ContractProjection): WorkEventInput[] {
-  if (contract.status !== 'active') return [];
+  if (terminalContractStatuses.has(contract.status)) return [];
   const status = new Map(contract.items.map((item) => [item.item_id, item.status]));
   const events: WorkEventInput[] = [];
   for (const definition of contract.contract.items) {
     const item = contract.items.find((candidate) => candidate.item_id === definition.item_id)!;
-    if (item.status !== 'proposed') continue;
-    if (!definition.dependencies.every((dependency) => itemDone.has(status.get(dependency)!))) continue;
+    const done = definition.dependencies.every((dependency) => itemDone.has(status.get(dependency)!));
+    const move =
+      item.status === 'proposed' && done && contract.status === 'active'
+        ? {
+            to: 'ready' as const,
+            reason: definition.dependencies.length === 0 ? 'contract active' : 'dependencies done',
+          }
+        : item.status === 'ready' && !done
+          ? { to: 'proposed' as const, reason: 'dependencies pending' }
+          : null;
+    if (move === null) continue;
     events.push(
       workEvent(
         contract,
         {
           type: 'item_status_changed',
           item_id: item.item_id,
-          from: 'proposed',
-          to: 'ready',
+          from: item.status,
+          to: move.to,
           attempt: item.attempt,
-          reason: definition.dependencies.length === 0 ? 'contract active' : 'dependencies done',
+          reason: move.reason,
         },
         runtime,
       ),

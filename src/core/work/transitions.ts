@@ -38,6 +38,8 @@ export const itemTransitions: Table<WorkItemStatus> = {
   ],
   runtime: [
     ['proposed', 'ready'],
+    // A revision (or a verdict) can leave a ready item waiting on a dependency again.
+    ['ready', 'proposed'],
     ['ready', 'running'],
     ['running', 'blocked'],
     ['running', 'waiting_approval'],
