@@ -311,6 +311,37 @@ describe('managed work over MCP (stdio)', () => {
     expect(revised.contract).toMatchObject({ contract_id: 'named-1', revision: 2 });
   });
 
+  it('creates a branch beside the live contract when work_revise says branch, and refuses branch on a revise', async () => {
+    const session_id = 'claude-branch';
+    const proposal = {
+      session_id,
+      contract_id: 'main-1',
+      objective: 'main',
+      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
+    };
+    await good('work_revise', proposal);
+    const side = { ...proposal, contract_id: 'side-1', objective: 'side' };
+    await expectToolError('work_revise', side, 'conflict', 'second_active_contract');
+    const branched = await good<{
+      projection: { contracts: { contract_id: string; branch: boolean; status: string }[] };
+    }>('work_revise', { ...side, branch: true });
+    expect(branched.projection.contracts.map(({ contract_id, branch }) => ({ contract_id, branch }))).toEqual(
+      [
+        { contract_id: 'main-1', branch: false },
+        { contract_id: 'side-1', branch: true },
+      ],
+    );
+    // A revision revises the contract it names; it starts no branch, and saying so is refused.
+    const { position } = await good<{ position: number }>('work_get', { session_id });
+    await expectToolError(
+      'work_revise',
+      { ...proposal, previous_revision: 1, reason: 'again', branch: true },
+      'invalid_input',
+    );
+    expect((await good<{ position: number }>('work_get', { session_id })).position).toBe(position);
+  });
+
   it('marks attached evidence available when it resolves in the ledger, and unavailable with the reason', async () => {
     const session_id = 'claude-evidence';
     await good('work_revise', {

@@ -34,7 +34,7 @@ import {
   type WorkSnapshot,
 } from '../app/work.ts';
 import { defaultWorkConfig } from '../core/work/config.ts';
-import { isBatonError } from '../core/errors.ts';
+import { BatonError, isBatonError } from '../core/errors.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
 import { workGate } from '../core/work/gate.ts';
@@ -159,19 +159,23 @@ const workTools: readonly WorkTool[] = [
       const { previous_revision, reason, ...rest } = parseRecord(reviseInput, args, 'work_revise input');
       const project_id = options.principal.project_id;
       if (previous_revision === undefined) {
-        const { branch: _branch, ...definition } = rest;
-        void _branch;
         // A session that does not exist starts in the server's workspace, in the contract's own
         // append: a proposal Baton refuses leaves no session behind.
         const startSession = {
           work_mode: 'managed',
           ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
         } as const;
-        return withGate(await createContract(options.deps, project_id, definition, actor, { startSession }));
+        return withGate(await createContract(options.deps, project_id, rest, actor, { startSession }));
       }
       // The contract it names is the one revised (the live one when it names none), as over HTTP.
-      const { branch: _b, ...definition } = rest;
-      void _b;
+      const { branch, ...definition } = rest;
+      if (branch !== undefined) {
+        throw new BatonError(
+          'invalid_input',
+          'work_revise input is invalid at branch: branch starts a new contract beside the live one; a revision (previous_revision) revises the contract it names and starts none',
+          { issues: [{ path: 'branch', message: 'only without previous_revision' }] },
+        );
+      }
       return withGate(
         await reviseContract(
           options.deps,
