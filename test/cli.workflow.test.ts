@@ -519,6 +519,30 @@ describe('baton CLI in a Git work tree', () => {
     expect(unavailable).toContain('baton ack needs-clarification --revision 1 --reason');
   });
 
+  it('refuses to accept a handoff nobody read: without --revision, baton continue must have shown it', async () => {
+    ok(await tree.baton(['init']));
+    ok(await tree.baton(['bind', 'w']));
+    ok(await tree.baton(['handoff', 'Ship it']));
+    const checks = ['--confirm-workspace', '--confirm-capability', '--confirm-authorization'];
+    const blind = await tree.baton(['ack', 'accepted', ...checks]);
+    expect(blind.code).toBe(1);
+    expect(blind.stderr).toContain(
+      'accepting takes the exact handoff you inspected: read it with baton continue, or pass the --revision you read (the latest is revision 1)',
+    );
+    const counts = async () =>
+      parsed<{ counts: Record<string, number> }>(await tree.baton(['continuity', '--json'])).counts;
+    expect((await counts())['handoff-receipt']).toBe(0);
+    // Asking for clarification takes nothing on: it answers the latest and says which.
+    const asked = ok(await tree.baton(['ack', 'needs-clarification', '--reason', 'which environment?']));
+    expect(asked.stderr).toContain('note: acknowledging revision 1, the latest right now');
+    expect((await counts())['handoff-receipt']).toBe(1);
+    ok(await tree.baton(['continue']));
+    const accepted = parsed<{ record: { target: { revision: number } } }>(
+      await tree.baton(['ack', 'accepted', ...checks, '--json']),
+    );
+    expect(accepted.record.target.revision).toBe(1);
+  });
+
   it('refuses to acknowledge "latest" when it is not the revision baton continue showed', async () => {
     ok(await tree.baton(['init']));
     ok(await tree.baton(['bind', 'w']));

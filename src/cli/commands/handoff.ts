@@ -284,8 +284,10 @@ const ack: Command = {
   summary: 'acknowledge one exact handoff: accepted, needs-clarification or declined',
   usage: `baton ack (accepted | needs-clarification | declined) [options]
 
-  The target is --revision/--prepared, else the exact revision Continue resolves the latest
-  to right now (never "latest" itself); Baton runs Continue again and checks the evidence.
+  The target is --revision/--prepared, else the revision baton continue last showed in this
+  work tree, if it is still the latest (else refused). Without either, needs-clarification
+  and declined take the latest right now (never "latest" itself), and accepted is refused:
+  accepting takes what you inspected. Baton runs Continue again and checks the evidence.
   --confirm-workspace       you checked the live workspace
   --confirm-capability      you can do the work
   --confirm-authorization   you are authorized to do it
@@ -348,6 +350,15 @@ ${transportHelp}`,
           `the latest handoff is revision ${latest.selection.revision}, but baton continue last showed you revision ${seen.revision}: ` +
             `read the latest with baton continue, or pass --revision ${seen.revision} to answer the one you read`,
           { latest_revision: latest.selection.revision, seen_revision: seen.revision },
+        );
+      }
+      if (status === 'accepted' && seen === undefined && latest.selection.kind === 'exact') {
+        // Taking work on binds to what was inspected: the latest now may be what nobody read.
+        throw new BatonError(
+          'precondition_failed',
+          'accepting takes the exact handoff you inspected: read it with baton continue, or pass the ' +
+            `--revision you read (the latest is revision ${latest.selection.revision})`,
+          { latest_revision: latest.selection.revision },
         );
       }
       target =
