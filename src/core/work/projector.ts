@@ -585,6 +585,8 @@ export class WorkProjector {
       item.finished_at = null;
     }
     if (kind.to === 'ready') item.finished_at = null;
+    // A new attempt has not started yet: the last one's start is not its own.
+    if (retry) item.started_at = null;
     if (finishedItem.has(kind.to)) item.finished_at = at;
   }
 
