@@ -725,6 +725,7 @@ describe.each(servers)(
         owner: { type: 'human' },
         child_session_id: 'p0',
       });
+      await run(`${s}/reconcile`, {});
       await run(`${s}/items/code/cancel`, { contract_id: 'c1', reason: 'not needed' });
       await run(`${s}/items/code/retry`, { contract_id: 'c1', reason: 'needed after all' });
       await run(`${s}/items/cancel`, { contract_id: 'c1', item_ids: ['code'], reason: 'not needed again' });

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { attachEvidence, readWork, startSession } from '../src/app/work.ts';
+import { attachEvidence, readWork, startSession, transitionItem } from '../src/app/work.ts';
 import { run } from '../src/cli/run.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { startServer } from '../src/http/server.ts';
@@ -150,6 +150,42 @@ describe('baton work on the local store', () => {
       'WorkEvidenceAttached  item code evidence flow_node release run r1 node n1 (unavailable: outside_ledger)',
       '',
     ]);
+  });
+
+  it('reconciles running work: a possible write is interrupted for review, a second run writes nothing', async () => {
+    ok(await baton('session', 'start', 's1'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=staging'));
+    const store = await openSqliteStore({ path: database });
+    try {
+      await transitionItem(
+        { store, clock: systemClock },
+        'default',
+        { session_id: 's1', revision: 1, item_id: 'code', to: 'running' },
+        { type: 'model', id: 'agent' },
+      );
+    } finally {
+      await store.close();
+    }
+    const help = ok(await baton('work', 'reconcile', '--help'));
+    expect(help.stdout).toContain('baton work reconcile <session>');
+    const reconciled = JSON.parse(ok(await baton('work', 'reconcile', 's1', '--json')).stdout) as {
+      position: number;
+      contract: { items: { item_id: string; status: string }[] };
+      warnings: { message: string }[];
+    };
+    expect(reconciled.contract.items[0]).toMatchObject({ item_id: 'code', status: 'interrupted' });
+    expect(reconciled.warnings.map((warning) => warning.message).join('\n')).toContain(
+      "awaits a person's review before retry",
+    );
+    const again = JSON.parse(ok(await baton('work', 'reconcile', 's1', '--json')).stdout) as {
+      position: number;
+    };
+    expect(again.position).toBe(reconciled.position);
+    const retried = ok(
+      await baton('work', 'retry', 's1', 'code', '--reason', 'reviewed: nothing half-written'),
+    );
+    expect(retried.stdout).toContain('  code  ready  Change the form\n      owner parent_agent · attempt 2');
   });
 
   it('changes items with exit codes 0, 1 and 2 as the other commands', async () => {

@@ -181,6 +181,10 @@ for (const backend of backends) {
         child_session_id: 's1-child',
       });
 
+      // Nothing runs: reconciling appends nothing.
+      const reconciled = expectOk(await post(`${s}/reconcile`));
+      expect(reconciled.position).toBe(toWorker.position);
+
       const cancelled = expectOk(await post(`${s}/items/code/cancel`, { reason: 'wrong approach' }));
       expect(item(cancelled, 'code').status).toBe('cancelled');
       // No body at all is an empty input.
@@ -412,7 +416,7 @@ for (const backend of backends) {
         (await post('/v1/sessions/work/query', { session_ids: ['s1'] }, reader)).body.sessions[0].work,
       ).toEqual(work);
       const writes = workEndpoints.filter((endpoint) => endpoint.access === 'write');
-      expect(writes.length).toBe(10);
+      expect(writes.length).toBe(11);
       for (const endpoint of writes) {
         const path = endpoint.path.replace(':session_id', 's1').replace(':item_id', 'code');
         const details = expectError(await post(path, {}, reader), 403, 'forbidden');
@@ -534,6 +538,7 @@ describe('the work routes in the OpenAPI document', () => {
         '/v1/sessions/{session_id}/work/contracts': ['post', 'create_work', ['session_id']],
         '/v1/sessions/{session_id}/work/confirm': ['post', 'confirm_work', ['session_id']],
         '/v1/sessions/{session_id}/work/revise': ['post', 'revise_work', ['session_id']],
+        '/v1/sessions/{session_id}/work/reconcile': ['post', 'reconcile_work', ['session_id']],
         '/v1/sessions/{session_id}/work/items/{item_id}/transition': [
           'post',
           'transition_work_item',

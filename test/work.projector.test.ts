@@ -107,12 +107,19 @@ describe('item transitions', () => {
     );
   });
 
-  it('allows exactly the four model moves of the spec', () => {
+  it('allows exactly the four model moves of the spec, and retrying interrupted work', () => {
     const allowed = workItemStatuses.flatMap((from) =>
       workItemStatuses.filter((to) => itemTransitionAllowed('model', from, to)).map((to) => `${from}->${to}`),
     );
+    // interrupted -> ready is refused for an item that may have written (review_required).
     expect(allowed.sort()).toEqual(
-      ['blocked->ready', 'ready->running', 'running->blocked', 'running->ready_for_verification'].sort(),
+      [
+        'blocked->ready',
+        'ready->running',
+        'running->blocked',
+        'running->ready_for_verification',
+        'interrupted->ready',
+      ].sort(),
     );
   });
 

@@ -23,6 +23,7 @@ import {
   contractBounds,
   evidenceRefSchema,
   workCriterionSchema,
+  type EvidenceAvailability,
   workIdSchema,
   workItemDefinitionSchema,
   workItemStatuses,
@@ -41,12 +42,14 @@ import {
   type WorkProjection,
   type WorkWarning,
 } from '../core/work/projector.ts';
+import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.ts';
 import { itemChange, readinessEvents, workEvent } from '../core/work/runtime.ts';
 import {
   sessionCapabilitiesSchema,
   sessionEntrySchemas,
   workModes,
   type SessionHeader,
+  type TerminalStatus,
 } from '../core/work/session.ts';
 import { retryFrom } from '../core/work/transitions.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
@@ -127,14 +130,27 @@ function headerEntry(header: SessionHeader): EntryInput {
   };
 }
 
-/** Start a session stream with its header; the same header again is a no-op, another one a conflict. */
+/**
+ * Start a session stream with its header; the same header again is a no-op, another one a
+ * conflict. Starting a session that already has entries reopens it: its running items are
+ * reconciled (reconcileWork).
+ */
 export async function startSession(
   deps: AppDeps,
   project_id: string,
   input: StartSessionInput,
 ): Promise<SessionHeader> {
   const header = await sessionHeaderOf(deps, project_id, input);
-  await deps.store.append(sessionStream(project_id, header.session_id), [headerEntry(header)]);
+  const stream = sessionStream(project_id, header.session_id);
+  const reopened = await deps.store.getStream(stream).then(
+    ({ head }) => head > 0,
+    (error: unknown) => {
+      if (isBatonError(error, 'not_found')) return false;
+      throw error;
+    },
+  );
+  await deps.store.append(stream, [headerEntry(header)]);
+  if (reopened) await reconcileWork(deps, project_id, { session_id: header.session_id });
   return header;
 }
 
@@ -952,6 +968,64 @@ export async function retryItem(
       );
     }
     return [itemChange(contract, item, 'ready', parsed.reason ?? 'retry', actor)];
+  });
+}
+
+/** The state of a child session: whether it exists, and its first terminal marker if it has one. */
+async function childSessionState(
+  deps: AppDeps,
+  project_id: string,
+  session_id: string,
+): Promise<ChildSessionState> {
+  const stream = sessionStream(project_id, session_id);
+  try {
+    await deps.store.getStream(stream);
+  } catch (error) {
+    if (isBatonError(error, 'not_found') || isBatonError(error, 'invalid_input')) return { exists: false };
+    throw error;
+  }
+  let terminal: TerminalStatus | null = null;
+  for await (const entry of deps.store.readStream(stream, { kinds: ['terminal'] })) {
+    const parsed = sessionEntrySchemas.terminal.safeParse(entry.content);
+    if (parsed.success) {
+      terminal = parsed.data.status;
+      break;
+    }
+  }
+  return { exists: true, terminal };
+}
+
+export const reconcileFields = { session_id: sessionIdSchema };
+
+/**
+ * Reconcile every running item of the session's live contracts with what its child session
+ * recorded (docs/managed-work.md, "Reconciliation"): the runtime's events, committed like any
+ * change, so a second reconcile finds nothing running to decide and appends nothing.
+ */
+export async function reconcileWork(
+  deps: AppDeps,
+  project_id: string,
+  input: { session_id: string },
+): Promise<WorkSnapshot> {
+  const { session_id } = parse(reconcileFields, input, 'reconcile');
+  return commitWork(deps, sessionStream(project_id, session_id), async ({ head, projection }) => {
+    const events: WorkEventInput[] = [];
+    for (const contract of projection?.contracts ?? []) {
+      const children = new Map<string, ChildSessionState>();
+      const availability = new Map<string, EvidenceAvailability>();
+      for (const item of contract.items) {
+        const child = item.child_session_id;
+        if (item.status !== 'running' || child === null || children.has(child)) continue;
+        const state = await childSessionState(deps, project_id, child);
+        children.set(child, state);
+        if (state.exists && state.terminal === 'completed') {
+          const ref = { type: 'child_session' as const, session_id: child };
+          availability.set(child, await resolveEvidence(deps, { project_id, session_id, head }, ref));
+        }
+      }
+      events.push(...reconcileEvents(contract, children, (child) => availability.get(child)!));
+    }
+    return events;
   });
 }
 

@@ -57,6 +57,8 @@ export interface WorkMethods {
   createWork(input: CreateWorkInput): Promise<WorkSnapshot>;
   confirmWork(input: ConfirmWorkInput): Promise<WorkSnapshot>;
   reviseWork(input: ReviseWorkInput): Promise<WorkSnapshot>;
+  /** POST /v1/sessions/{session_id}/work/reconcile: running items reconciled with their child sessions. */
+  reconcileWork(input: { readonly session_id: string }): Promise<WorkSnapshot>;
   transitionWorkItem(input: TransitionWorkItemInput): Promise<WorkSnapshot>;
   retryWorkItem(input: WorkItemInput): Promise<WorkSnapshot>;
   cancelWorkItem(input: WorkItemInput): Promise<WorkSnapshot>;
@@ -97,6 +99,7 @@ export function workMethods(request: Request, origin: string): WorkMethods {
     createWork: call('create_work'),
     confirmWork: call('confirm_work'),
     reviseWork: call('revise_work'),
+    reconcileWork: call('reconcile_work'),
     transitionWorkItem: call('transition_work_item'),
     retryWorkItem: call('retry_work_item'),
     cancelWorkItem: call('cancel_work_item'),

@@ -22,6 +22,8 @@ import {
   readWork,
   reassignFields,
   reassignItem,
+  reconcileFields,
+  reconcileWork,
   retryItem,
   reviseContract,
   reviseFields,
@@ -239,6 +241,18 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     fieldsFor: reviseFieldsFor,
     output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => reviseContract(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'reconcile_work',
+    method: 'POST',
+    path: '/v1/sessions/:session_id/work/reconcile',
+    params: session,
+    summary:
+      "Reconcile every running item with its child session's terminal marker, as reopening the session does: a finished child is attached for verification, a failed one fails the item, a live one keeps it running, and an item with none is interrupted (read-only: retry eligible; a possible write: only a person retries it). Appends nothing when there is nothing to reconcile.",
+    access: 'write',
+    fields: reconcileFields,
+    output: workResultSchemas.workSnapshot,
+    run: (deps, project_id, input) => reconcileWork(deps, project_id, input as { session_id: string }),
   },
   {
     operationId: 'transition_work_item',

@@ -191,6 +191,29 @@ ${transportHelp}`,
   },
 };
 
+const reconcile: Command = {
+  positionals: true,
+  summary: "reconcile a session's running items with their child sessions, as reopening it does",
+  usage: `baton work reconcile <session> [--json] [options]
+
+  SESSION               the session id
+  --json                the WorkSnapshot exactly as POST /v1/sessions/{id}/work/reconcile answers it
+
+A finished child (terminal marker completed) is attached and its item waits for verification; a
+child that failed, aborted or ran out of turns fails its item; a child without a terminal marker
+keeps it running. An item with no child is interrupted: read-only work is retry eligible, a
+possible write waits for a person to review it and run baton work retry. A second reconcile
+appends nothing.
+${configHelp}
+${transportHelp}`,
+  examples: ['baton work reconcile fix-login', 'baton work reconcile fix-login --json'],
+  options: { ...transportOptions, ...configOption },
+  async run(context) {
+    const [session_id] = positionals(context, ['SESSION']);
+    printWork(context, await callWork(context, 'reconcile_work', { session_id }));
+  },
+};
+
 const create: Command = {
   positionals: true,
   summary: 'create a validated work contract in a session from a JSON file',
@@ -398,6 +421,7 @@ export const workCommands: Record<string, Command> = {
   'work confirm': confirm,
   'work revise': revise,
   'work transition': transition,
+  'work reconcile': reconcile,
   'work retry': itemCommand(
     'retry_work_item',
     'retry',

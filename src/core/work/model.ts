@@ -226,6 +226,11 @@ export const workEventKindSchema = z.discriminatedUnion('type', [
     to: z.enum(workItemStatuses),
     attempt: z.number().int().min(1),
     reason,
+    /**
+     * An interruption of an item that may have written: only a person retries it, after review
+     * (docs/managed-work.md, "Reconciliation"). Written only when true, so older events read back unchanged.
+     */
+    review_required: z.boolean().optional(),
   }),
   z.looseObject({
     type: z.literal('item_assigned'),

@@ -136,7 +136,8 @@ export type WorkRule =
   | 'unknown_assumption'
   | 'removes_running_item'
   | 'verifier_only'
-  | 'duplicate_operation';
+  | 'duplicate_operation'
+  | 'review_required';
 
 function refuse(rule: WorkRule, message: string, data: Record<string, unknown> = {}): never {
   throw new BatonError(rule === 'stale_revision' ? 'revision_conflict' : 'conflict', message, {
@@ -154,6 +155,8 @@ interface MutableItem {
   started_at: string | null;
   finished_at: string | null;
   blocker: string | null;
+  /** Interrupted after a possible write: only a person retries it. */
+  review_required: boolean;
   evidence: { ref: EvidenceRef; availability: EvidenceAvailability }[];
   evidence_keys: Set<string>;
   evidence_count: number;
@@ -537,6 +540,13 @@ export class WorkProjector {
         },
       );
     }
+    if (item.review_required && kind.to === 'ready' && actor.type !== 'human') {
+      refuse(
+        'review_required',
+        `item "${item.item_id}" was interrupted after a possible write: a person reviews it before any retry`,
+        { ...data, actor: actor.type },
+      );
+    }
     const retry = retryFrom.has(kind.from) && kind.to === 'ready';
     const attempt = retry ? item.attempt + 1 : item.attempt;
     if (kind.attempt !== attempt) {
@@ -580,6 +590,7 @@ export class WorkProjector {
     item.status = kind.to;
     item.attempt = attempt;
     item.blocker = kind.to === 'blocked' || kind.to === 'waiting_approval' ? kind.reason : null;
+    item.review_required = kind.to === 'interrupted' && kind.review_required === true;
     if (kind.to === 'running' && kind.from !== 'waiting_approval' && kind.from !== 'blocked') {
       item.started_at = at;
       item.finished_at = null;
@@ -612,7 +623,12 @@ export class WorkProjector {
       branch: contract.branch,
       contract: { ...contract.contract, assumptions },
       items: contract.contract.items.map((definition) => {
-        const { evidence_keys: _keys, evidence, ...item } = contract.items.get(definition.item_id)!;
+        const {
+          evidence_keys: _keys,
+          review_required: _review,
+          evidence,
+          ...item
+        } = contract.items.get(definition.item_id)!;
         return {
           ...item,
           evidence: evidence.map((attached) => attached.ref),
@@ -658,7 +674,9 @@ export class WorkProjector {
         if (item.status === 'interrupted') {
           warnings.push({
             code: 'interrupted_item',
-            message: `item "${item.item_id}" was interrupted and awaits retry or review`,
+            message: item.review_required
+              ? `item "${item.item_id}" was interrupted after a possible write and awaits a person's review before retry`
+              : `item "${item.item_id}" was interrupted and awaits retry or review`,
             ...where,
           });
         }
@@ -716,6 +734,7 @@ function installDefinition(contract: MutableContract, definition: WorkContract):
         started_at: null,
         finished_at: null,
         blocker: null,
+        review_required: false,
         evidence: [],
         evidence_keys: new Set(),
         evidence_count: 0,

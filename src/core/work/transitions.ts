@@ -1,6 +1,6 @@
 /**
  * Which status changes each actor may record. The model proposes only the four moves the spec
- * allows it; only the runtime and the verifier reach succeeded or completed; a person
+ * allows it and retries interrupted read-only work; only the runtime and the verifier reach succeeded or completed; a person
  * (an authenticated caller) confirms, retries, cancels and unblocks.
  */
 import type { ActorType, ContractStatus, WorkItemStatus } from './model.ts';
@@ -25,6 +25,8 @@ export const itemTransitions: Table<WorkItemStatus> = {
     ['running', 'blocked'],
     ['running', 'ready_for_verification'],
     ['blocked', 'ready'],
+    // Retrying interrupted read-only work; one that may have written waits for a person (projector).
+    ['interrupted', 'ready'],
   ],
   human: [
     ['blocked', 'ready'],
