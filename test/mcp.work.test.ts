@@ -88,6 +88,17 @@ describe('managed work over MCP (stdio)', () => {
     return result;
   }
 
+  /** A work_revise proposal of a named contract: one item `a`, held to one file criterion. */
+  function fileProposal(session_id: string, contract_id: string) {
+    return {
+      session_id,
+      contract_id,
+      objective: contract_id,
+      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
+      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
+    };
+  }
+
   /** Propose revision 1 of a session's contract: one item `a`, held to one shell criterion. */
   async function proposeShell(session_id: string, criterion_id: string, command: string): Promise<void> {
     await good('work_revise', {
@@ -284,13 +295,7 @@ describe('managed work over MCP (stdio)', () => {
 
   it('revises the contract work_revise names, as HTTP does: a name that is not in the session is not_found and writes nothing', async () => {
     const session_id = 'claude-named';
-    const proposal = {
-      session_id,
-      contract_id: 'named-1',
-      objective: 'named',
-      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
-      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
-    };
+    const proposal = fileProposal(session_id, 'named-1');
     const created = await good<{ position: number }>('work_revise', proposal);
     await expectToolError(
       'work_revise',
@@ -313,13 +318,7 @@ describe('managed work over MCP (stdio)', () => {
 
   it('creates a branch beside the live contract when work_revise says branch, and refuses branch on a revise', async () => {
     const session_id = 'claude-branch';
-    const proposal = {
-      session_id,
-      contract_id: 'main-1',
-      objective: 'main',
-      criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'file_exists', path: 'x' } }],
-      items: [{ item_id: 'a', title: 'A', criterion_ids: ['c'] }],
-    };
+    const proposal = fileProposal(session_id, 'main-1');
     await good('work_revise', proposal);
     const side = { ...proposal, contract_id: 'side-1', objective: 'side' };
     await expectToolError('work_revise', side, 'conflict', 'second_active_contract');
