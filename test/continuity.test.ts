@@ -249,6 +249,41 @@ for (const backend of backends) {
         );
       });
 
+      it("names the stored boundary's receipt when finalizing fails after the capture", async () => {
+        // A retraction lands between the boundary's capture and its finalization (a race).
+        const store = deps.store;
+        let raced = false;
+        const racing = new Proxy(store, {
+          get(target, key, receiver) {
+            if (key !== 'captureSource') {
+              const value = Reflect.get(target, key, receiver) as unknown;
+              return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+            }
+            return async (...args: Parameters<typeof store.captureSource>) => {
+              const result = await store.captureSource(...args);
+              if (
+                !raced &&
+                (args[1].metadata as { kind?: string } | undefined)?.kind === 'handoff-boundary'
+              ) {
+                raced = true;
+                await retractSource(deps, { ...at, source_id: 'ci-log', reason: 'leaked a key' });
+              }
+              return result;
+            };
+          },
+        });
+        const error = await expectBatonError(
+          handoffCurrentWork({ ...deps, store: racing }, boundary('b-race')),
+          'invalid_input',
+        );
+        const receipt = error.data.boundary_receipt as { source_ref: SourceRef };
+        expect(receipt.source_ref).toMatchObject({ scope_id, source_id: 'b-race' });
+        const stored = await deps.store.readSource(project_id, receipt.source_ref);
+        expect(stored.metadata).toEqual({ kind: 'handoff-boundary' });
+        expect(stored.digest).toBe(receipt.source_ref.digest);
+        expect(error.message).toContain('the boundary b-race is stored');
+      });
+
       it('refuses a blocked boundary without its question, and two next actions, storing nothing', async () => {
         await expectBatonError(
           handoffCurrentWork(deps, { ...boundary('b'), disposition: 'blocked' }),

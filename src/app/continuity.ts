@@ -182,12 +182,23 @@ export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise
   );
   // The capture is explicit and stays even if finalizing fails afterwards.
   const { receipt } = await store(deps, at, 'handoff-boundary', boundary as JsonObject);
-  const prepared = await prepareHandoff(deps, {
-    project_id: at.project_id,
-    scope_id: at.scope_id,
-    ...handoff([receipt.source_ref]),
-  });
-  return { ...prepared, boundary_receipt: receipt, boundary, trust: 'untrusted_input' };
+  try {
+    const prepared = await prepareHandoff(deps, {
+      project_id: at.project_id,
+      scope_id: at.scope_id,
+      ...handoff([receipt.source_ref]),
+    });
+    return { ...prepared, boundary_receipt: receipt, boundary, trust: 'untrusted_input' };
+  } catch (error) {
+    // Something changed between the capture and finalizing (a cited source retracted, say).
+    // The spec: the failure does not roll the capture back, and its receipt identifies it.
+    if (!isBatonError(error)) throw error;
+    throw new BatonError(
+      error.code,
+      `${error.message}; the boundary ${at.source_id} is stored (details.boundary_receipt): fix the cause and retry with the same source_id`,
+      { ...error.data, boundary_receipt: receipt },
+    );
+  }
 }
 
 export const acknowledgeFields = {
