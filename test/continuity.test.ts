@@ -24,7 +24,7 @@ import { workstreamMarkdown } from '../src/core/handoff/report.ts';
 import { entryBody, ledgerLimits, type Entry } from '../src/core/ledger/entry.ts';
 import type { SourceRef } from '../src/core/ledger/source.ts';
 import { collect, expectBatonError } from '../src/store/conformance/store.conformance.ts';
-import { backends, type OpenedStore } from './helpers/stores.ts';
+import { backends, overriding, type OpenedStore } from './helpers/stores.ts';
 
 const project_id = 'acme';
 const scope_id = 'auto-refresh';
@@ -253,23 +253,14 @@ for (const backend of backends) {
         // A retraction lands between the boundary's capture and its finalization (a race).
         const store = deps.store;
         let raced = false;
-        const racing = new Proxy(store, {
-          get(target, key, receiver) {
-            if (key !== 'captureSource') {
-              const value = Reflect.get(target, key, receiver) as unknown;
-              return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+        const racing = overriding(store, {
+          async captureSource(...args) {
+            const result = await store.captureSource(...args);
+            if (!raced && (args[1].metadata as { kind?: string } | undefined)?.kind === 'handoff-boundary') {
+              raced = true;
+              await retractSource(deps, { ...at, source_id: 'ci-log', reason: 'leaked a key' });
             }
-            return async (...args: Parameters<typeof store.captureSource>) => {
-              const result = await store.captureSource(...args);
-              if (
-                !raced &&
-                (args[1].metadata as { kind?: string } | undefined)?.kind === 'handoff-boundary'
-              ) {
-                raced = true;
-                await retractSource(deps, { ...at, source_id: 'ci-log', reason: 'leaked a key' });
-              }
-              return result;
-            };
+            return result;
           },
         });
         const error = await expectBatonError(

@@ -188,6 +188,73 @@ describe('baton work on the local store', () => {
     expect(retried.stdout).toContain('  code  ready  Change the form\n      owner parent_agent · attempt 2');
   });
 
+  it('binds a session to a workstream: its contract that ends records a Task Outcome covering the accepted receipt', async () => {
+    ok(await baton('handoff', 'Fix the login redirect', '--scope', 'login-work'));
+    ok(
+      await baton(
+        ...['ack', 'accepted', '--revision', '1', '--scope', 'login-work'],
+        ...['--confirm-workspace', '--confirm-capability', '--confirm-authorization'],
+      ),
+    );
+    const help = ok(await baton('session', 'start', '--help'));
+    expect(help.stdout).toContain('--receipt REF');
+    const started = ok(
+      await baton(
+        ...['session', 'start', 's2', '--workspace', '.', '--mode', 'managed'],
+        ...['--scope', 'login-work', '--receipt', 'active'],
+      ),
+    );
+    expect(started.stdout).toMatch(/bound to workstream login-work: .*, covering receipt \S+/);
+    const wrong = await baton(
+      'session',
+      'start',
+      's3',
+      '--scope',
+      'login-work',
+      '--receipt',
+      'no-such-receipt',
+    );
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain('no work record with that source_id in login-work');
+    writeFileSync(
+      join(dir, 'fix.json'),
+      JSON.stringify({
+        contract_id: 'fix',
+        objective: 'Fix the login redirect',
+        criteria: [
+          {
+            criterion_id: 'body',
+            statement: 'the contract file exists',
+            kind: { type: 'file_exists', path: 'fix.json' },
+          },
+        ],
+        items: [{ item_id: 'fix', title: 'Fix it', criterion_ids: ['body'] }],
+      }),
+    );
+    ok(await baton('work', 'create', 's2', '--file', 'fix.json'));
+    const store = await openSqliteStore({ path: database });
+    try {
+      for (const to of ['running', 'ready_for_verification'] as const) {
+        await transitionItem(
+          { store, clock: systemClock },
+          'default',
+          { session_id: 's2', revision: 1, item_id: 'fix', to },
+          { type: 'model', id: 'agent' },
+        );
+      }
+    } finally {
+      await store.close();
+    }
+    ok(await baton('work', 'verify', 's2'));
+    const continuity = JSON.parse(
+      ok(await baton('continuity', '--scope', 'login-work', '--json')).stdout,
+    ) as {
+      outcome_state: string;
+      counts: Record<string, number>;
+    };
+    expect(continuity).toMatchObject({ outcome_state: 'covered', counts: { 'task-outcome': 1 } });
+  });
+
   it('changes items with exit codes 0, 1 and 2 as the other commands', async () => {
     ok(await baton('session', 'start', 's1'));
     ok(await baton('work', 'create', 's1', '--file', 'contract.json'));

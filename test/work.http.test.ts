@@ -108,6 +108,29 @@ for (const backend of backends) {
       expect(mismatch.text.length).toBeLessThan(2_000);
     });
 
+    it('binds a session to a workstream, and refuses a receipt it could never cover, writing nothing', async () => {
+      const before = await heads();
+      const ref = { scope_id: 'login-work', source_id: 'receipt-1', digest: `sha256:${'0'.repeat(64)}` };
+      const unscoped = expectError(
+        await post('/v1/sessions', { session_id: 's1', handoff_receipt_ref: ref }),
+        422,
+        'invalid_input',
+      );
+      expect(unscoped.issues).toEqual([
+        { path: 'handoff_receipt_ref', message: expect.stringContaining('scope_id') as string },
+      ]);
+      expect(
+        (await post('/v1/sessions', { session_id: 's1', scope_id: 'login-work', handoff_receipt_ref: ref }))
+          .status,
+      ).toBeGreaterThanOrEqual(400);
+      expectError(await post('/v1/sessions', { session_id: 's1', scope_id: '' }), 422, 'invalid_input');
+      expect(await heads()).toEqual(before);
+      const bound = await post('/v1/sessions', { session_id: 's1', scope_id: 'login-work' });
+      expect(bound.status, bound.text).toBe(200);
+      expect(bound.body).toMatchObject({ session_id: 's1', scope_id: 'login-work' });
+      expect(bound.body).not.toHaveProperty('handoff_receipt_ref');
+    });
+
     it('runs every work endpoint end to end, each answering the projected snapshot', async () => {
       const started = await post('/v1/sessions', { session_id: 's1', capabilities: { tools: ['eslint'] } });
       expect(started.status, started.text).toBe(200);

@@ -14,6 +14,7 @@ import { projectContinuity, type WorkContinuity } from '../core/continuity/proje
 import {
   boundaryFields,
   outcomeFields,
+  outcomeSchema,
   readWorkRecord,
   receiverChecksSchema,
   receiptStatuses,
@@ -317,6 +318,34 @@ export async function recordTaskOutcome(
   return answeringRetry(deps, at, 'task-outcome', sameRecord(record), () => storeOutcome(deps, at, record));
 }
 
+/**
+ * A handoff_receipt_ref an outcome may name, once it is known readable: an accepted receipt of
+ * a committed exact revision (the only kind that can be covered). `what` names the record refused.
+ */
+export async function requireAcceptedReceipt(
+  deps: AppDeps,
+  project_id: string,
+  ref: SourceRef,
+  what: string,
+): Promise<void> {
+  const entry = await deps.store.readSource(project_id, ref);
+  const kind = entry.metadata?.kind;
+  const receipt = kind === 'handoff-receipt' ? readWorkRecord(kind, entry.content) : undefined;
+  const problem =
+    !receipt || receipt.kind !== 'handoff-receipt'
+      ? 'it names no valid handoff receipt'
+      : receipt.record.target.kind !== 'exact'
+        ? 'it names a receipt for a prepared handoff; only a receipt of a committed exact revision can be covered'
+        : receipt.record.status !== 'accepted'
+          ? `it names a ${receipt.record.status} receipt; only an accepted receipt can be covered`
+          : undefined;
+  if (problem) {
+    throw new BatonError('invalid_input', `${what} is invalid at handoff_receipt_ref: ${problem}`, {
+      issues: [{ path: 'handoff_receipt_ref', message: problem }],
+    });
+  }
+}
+
 async function storeOutcome(
   deps: AppDeps,
   at: { project_id: string; scope_id: string; source_id: string },
@@ -326,26 +355,22 @@ async function storeOutcome(
   const evidence = locateEvidence(record);
   if (ref) evidence.push({ location: 'handoff_receipt_ref', citation: ref });
   await requireReadableEvidence(deps, at.project_id, at.scope_id, evidence, 'task outcome');
-  if (ref) {
-    const entry = await deps.store.readSource(at.project_id, ref);
-    const kind = entry.metadata?.kind;
-    const receipt = kind === 'handoff-receipt' ? readWorkRecord(kind, entry.content) : undefined;
-    const problem =
-      !receipt || receipt.kind !== 'handoff-receipt'
-        ? 'it names no valid handoff receipt'
-        : receipt.record.target.kind !== 'exact'
-          ? 'it names a receipt for a prepared handoff; only a receipt of a committed exact revision can be covered'
-          : receipt.record.status !== 'accepted'
-            ? `it names a ${receipt.record.status} receipt; only an accepted receipt can be covered`
-            : undefined;
-    if (problem) {
-      throw new BatonError('invalid_input', `task outcome is invalid at handoff_receipt_ref: ${problem}`, {
-        issues: [{ path: 'handoff_receipt_ref', message: problem }],
-      });
-    }
-  }
+  if (ref) await requireAcceptedReceipt(deps, at.project_id, ref, 'task outcome');
   const { receipt, trust } = await store(deps, at, 'task-outcome', record as JsonObject);
   return { receipt, record, trust };
+}
+
+/**
+ * record_task_outcome for Baton's own managed-work runtime (src/app/work-outcome.ts): the same
+ * rules and retry answers, under a source id of the prefix callers may not use.
+ */
+export async function recordRuntimeOutcome(
+  deps: AppDeps,
+  at: { project_id: string; scope_id: string; source_id: string },
+  fields: Omit<TaskOutcome, 'schema'>,
+): Promise<StoredWorkRecord<TaskOutcome>> {
+  const record = parseRecord(outcomeSchema, { schema: 'baton.task-outcome/v1', ...fields }, 'task outcome');
+  return answeringRetry(deps, at, 'task-outcome', sameRecord(record), () => storeOutcome(deps, at, record));
 }
 
 /**

@@ -6,7 +6,7 @@ import type { SourceReceipt } from '../core/ledger/source.ts';
 import { parseRecord, requireObject } from '../core/records.ts';
 import { BatonError } from '../core/errors.ts';
 import { jsonObjectSchema } from '../core/json.ts';
-import { requireNotReviewSourceId } from '../core/continuity/experience.ts';
+import { requireOwnSourceId } from '../core/continuity/experience.ts';
 import { reservedKinds } from '../core/continuity/records.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -31,7 +31,7 @@ export const kindSchema = z
 /** Capture a source; the same content again returns the identical receipt, other content conflicts. */
 export async function captureSource(deps: AppDeps, input: CaptureSourceInput): Promise<SourceReceipt> {
   requireObject(input, 'capture');
-  if (typeof input.source_id === 'string') requireNotReviewSourceId(input.source_id, 'capture');
+  if (typeof input.source_id === 'string') requireOwnSourceId(input.source_id, 'capture');
   const kind = input.kind === undefined ? undefined : parseRecord(kindSchema, input.kind, 'kind');
   if (input.metadata !== undefined) parseRecord(jsonObjectSchema, input.metadata, 'metadata');
   const stated = input.metadata?.kind;

@@ -12,7 +12,8 @@ import { BatonError, isBatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import type { JsonValue } from '../core/json.ts';
 import type { Entry, EntryInput } from '../core/ledger/entry.ts';
-import { sessionIdSchema, type StreamKey } from '../core/ledger/names.ts';
+import { scopeIdSchema, sessionIdSchema, type StreamKey } from '../core/ledger/names.ts';
+import { sourceRefSchema, type SourceRef } from '../core/ledger/source.ts';
 import { parseRecord } from '../core/records.ts';
 import { nonBlankText } from '../core/text.ts';
 import { defaultWorkConfig, type WorkConfig } from '../core/work/config.ts';
@@ -42,6 +43,7 @@ import {
   type WorkProjection,
   type WorkWarning,
 } from '../core/work/projector.ts';
+import { isEndedContractStatus } from '../core/work/outcome.ts';
 import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.ts';
 import { itemChange, readinessEvents, workEvent } from '../core/work/runtime.ts';
 import {
@@ -55,6 +57,9 @@ import { retryFrom } from '../core/work/transitions.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
 import { resolveEvidence } from './work-evidence.ts';
+import { recordEndedContracts } from './work-outcome.ts';
+import { requireAcceptedReceipt } from './continuity.ts';
+import { requireReadableEvidence } from './evidence.ts';
 import { checkWorkspaceBoundary, workspaceChecker } from './workspace-paths.ts';
 
 /** Entry kinds the work projection reads from a session stream. */
@@ -93,9 +98,34 @@ export const startSessionFields = {
     .regex(/^[^\u0000-\u001f]*$/, 'a session workspace names a folder: no control characters')
     .optional(),
   capabilities: sessionCapabilitiesSchema.optional(),
+  /** Binds the session to this Workstream: each contract that ends records a Task Outcome there. */
+  scope_id: scopeIdSchema.optional(),
+  /** With scope_id: the accepted receipt of that workstream the session works under. */
+  handoff_receipt_ref: sourceRefSchema.optional(),
 };
 export type StartSessionInput = z.input<z.ZodObject<typeof startSessionFields>>;
 const startSessionSchema = z.strictObject(startSessionFields);
+
+/**
+ * A bound session's handoff_receipt_ref: in its workstream, readable, and an accepted receipt of
+ * a committed exact revision, so the outcomes that name it can cover it.
+ */
+async function requireSessionReceipt(
+  deps: AppDeps,
+  project_id: string,
+  parsed: { scope_id?: string | undefined; handoff_receipt_ref?: SourceRef | undefined },
+): Promise<void> {
+  const ref = parsed.handoff_receipt_ref!;
+  if (parsed.scope_id === undefined) {
+    const message = 'a handoff_receipt_ref needs the scope_id of the workstream the session is bound to';
+    throw new BatonError('invalid_input', `session is invalid at handoff_receipt_ref: ${message}`, {
+      issues: [{ path: 'handoff_receipt_ref', message }],
+    });
+  }
+  const citation = [{ location: 'handoff_receipt_ref', citation: ref }];
+  await requireReadableEvidence(deps, project_id, parsed.scope_id, citation, 'session');
+  await requireAcceptedReceipt(deps, project_id, ref, 'session');
+}
 
 /** The header a session would start with: checked (its parent exists), not written. */
 async function sessionHeaderOf(
@@ -105,6 +135,7 @@ async function sessionHeaderOf(
 ): Promise<SessionHeader> {
   const parsed = parseRecord(startSessionSchema, input, 'session');
   if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
+  if (parsed.handoff_receipt_ref !== undefined) await requireSessionReceipt(deps, project_id, parsed);
   if (parsed.parent_session_id !== undefined) {
     await deps.store.getStream(sessionStream(project_id, parsed.parent_session_id));
   }
@@ -117,6 +148,8 @@ async function sessionHeaderOf(
     work_mode: parsed.work_mode ?? (deps.work ?? defaultWorkConfig).default_mode,
     workspace: parsed.workspace ?? null,
     capabilities: parsed.capabilities ?? {},
+    ...(parsed.scope_id === undefined ? {} : { scope_id: parsed.scope_id }),
+    ...(parsed.handoff_receipt_ref === undefined ? {} : { handoff_receipt_ref: parsed.handoff_receipt_ref }),
   });
   return header;
 }
@@ -366,6 +399,11 @@ export async function commitWork(
       return { stream, head: 0, header: newSession, projector: new WorkProjector(), starts: true };
     });
     const { projector } = loaded;
+    const endedBefore = new Set(
+      (projector.projection()?.contracts ?? [])
+        .filter((contract) => isEndedContractStatus(contract.status))
+        .map((contract) => contract.contract_id),
+    );
     const decided = await decide({
       head: loaded.head,
       projection: projector.projection(),
@@ -405,7 +443,12 @@ export async function commitWork(
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
       continue;
     }
-    return snapshot(stream, loaded.head + writes.length, projector);
+    const ended = (projector.projection()?.contracts ?? []).filter(
+      (contract) => isEndedContractStatus(contract.status) && !endedBefore.has(contract.contract_id),
+    );
+    const warnings = await recordEndedContracts(deps, stream.project_id, loaded.header, ended);
+    const written = snapshot(stream, loaded.head + writes.length, projector);
+    return warnings.length === 0 ? written : { ...written, warnings: [...written.warnings, ...warnings] };
   }
 }
 
@@ -1008,25 +1051,41 @@ export async function reconcileWork(
   input: { session_id: string },
 ): Promise<WorkSnapshot> {
   const { session_id } = parse(reconcileFields, input, 'reconcile');
-  return commitWork(deps, sessionStream(project_id, session_id), async ({ head, projection }) => {
-    const events: WorkEventInput[] = [];
-    for (const contract of projection?.contracts ?? []) {
-      const children = new Map<string, ChildSessionState>();
-      const availability = new Map<string, EvidenceAvailability>();
-      for (const item of contract.items) {
-        const child = item.child_session_id;
-        if (item.status !== 'running' || child === null || children.has(child)) continue;
-        const state = await childSessionState(deps, project_id, child);
-        children.set(child, state);
-        if (state.exists && state.terminal === 'completed') {
-          const ref = { type: 'child_session' as const, session_id: child };
-          availability.set(child, await resolveEvidence(deps, { project_id, session_id, head }, ref));
+  let bound: SessionHeader | null = null;
+  const reconciled = await commitWork(
+    deps,
+    sessionStream(project_id, session_id),
+    async ({ head, projection, header }) => {
+      bound = header;
+      const events: WorkEventInput[] = [];
+      for (const contract of projection?.contracts ?? []) {
+        const children = new Map<string, ChildSessionState>();
+        const availability = new Map<string, EvidenceAvailability>();
+        for (const item of contract.items) {
+          const child = item.child_session_id;
+          if (item.status !== 'running' || child === null || children.has(child)) continue;
+          const state = await childSessionState(deps, project_id, child);
+          children.set(child, state);
+          if (state.exists && state.terminal === 'completed') {
+            const ref = { type: 'child_session' as const, session_id: child };
+            availability.set(child, await resolveEvidence(deps, { project_id, session_id, head }, ref));
+          }
         }
+        events.push(...reconcileEvents(contract, children, (child) => availability.get(child)!));
       }
-      events.push(...reconcileEvents(contract, children, (child) => availability.get(child)!));
-    }
-    return events;
-  });
+      return events;
+    },
+  );
+  // A bound session's ended contracts whose outcome a crash or a refusal left unrecorded.
+  const warnings = await recordEndedContracts(
+    deps,
+    project_id,
+    bound,
+    reconciled.projection?.contracts ?? [],
+  );
+  return warnings.length === 0
+    ? reconciled
+    : { ...reconciled, warnings: [...reconciled.warnings, ...warnings] };
 }
 
 export async function cancelItem(

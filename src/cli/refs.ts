@@ -80,3 +80,27 @@ export async function exactRef(
   }
   return known;
 }
+
+/**
+ * `--receipt` as typed: "active" for the workstream's active receipt, else a reference to a
+ * receipt (SOURCE_ID[@DIGEST]); undefined when not given.
+ */
+export async function receiptRef(
+  transport: Transport,
+  scope_id: string,
+  typed: string | undefined,
+): Promise<SourceRef | undefined> {
+  if (typed === undefined) return undefined;
+  if (typed !== 'active') return exactRef(transport, scope_id, parseRef(typed, '--receipt'), '--receipt');
+  const continuity = await transport.invoke('get_work_continuity', { scope_id });
+  if (!continuity.active_receipt_ref) {
+    throw new BatonError(
+      'not_found',
+      `--receipt active: ${scope_id} has no receipt for its current revision`,
+      {
+        scope_id,
+      },
+    );
+  }
+  return continuity.active_receipt_ref;
+}

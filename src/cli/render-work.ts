@@ -169,6 +169,9 @@ export function session(header: SessionHeader): string {
     header.capabilities.flows.length > 0 && `  flows: ${header.capabilities.flows.join(', ')}`,
     header.capabilities.capabilities.length > 0 &&
       `  capabilities: ${header.capabilities.capabilities.join(', ')}`,
+    header.scope_id !== undefined &&
+      `  bound to workstream ${header.scope_id}: each contract that ends records its Task Outcome there` +
+        (header.handoff_receipt_ref ? `, covering receipt ${header.handoff_receipt_ref.source_id}` : ''),
   );
 }
 

@@ -71,3 +71,17 @@ export function withOverrides(store: Store, overrides: Partial<Store>): Store {
     },
   });
 }
+
+/**
+ * The store with some methods replaced and every other one bound to it: a fault or a race
+ * injected into one call, as a crash or another writer would cause it.
+ */
+export function overriding(store: Store, overrides: Partial<Store>): Store {
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      if (Object.hasOwn(overrides, key)) return overrides[key as keyof Store];
+      const value = Reflect.get(target, key, receiver) as unknown;
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    },
+  });
+}

@@ -2,9 +2,7 @@
  * The records before and after the work: a Work Contract (create_work_contract) and a Task
  * Outcome (record_task_outcome), with references typed as SOURCE_ID[@DIGEST].
  */
-import { BatonError } from '../../core/errors.ts';
 import { checkStatuses, outcomeStatuses, type CheckStatus } from '../../core/continuity/records.ts';
-import type { SourceRef } from '../../core/ledger/source.ts';
 import {
   list,
   oneOf,
@@ -16,7 +14,7 @@ import {
   UsageError,
   type Command,
 } from '../command.ts';
-import { exactRef, parseRef, stableSourceId } from '../refs.ts';
+import { exactRef, parseRef, receiptRef, stableSourceId } from '../refs.ts';
 import * as render from '../render.ts';
 import { attribution, attributionHelp, attributionOptions, currentWork, declared } from './inputs.ts';
 
@@ -178,20 +176,7 @@ ${transportHelp}`,
     }
     const exact = (typed: string, option: string) =>
       exactRef(transport, scope_id, parseRef(typed, option), option);
-    const receiptText = text(values, 'receipt');
-    let handoff_receipt_ref: SourceRef | undefined;
-    if (receiptText === 'active') {
-      const continuity = await transport.invoke('get_work_continuity', { scope_id });
-      if (!continuity.active_receipt_ref)
-        throw new BatonError(
-          'not_found',
-          `--receipt active: ${scope_id} has no receipt for its current revision`,
-          {
-            scope_id,
-          },
-        );
-      handoff_receipt_ref = continuity.active_receipt_ref;
-    } else if (receiptText !== undefined) handoff_receipt_ref = await exact(receiptText, '--receipt');
+    const handoff_receipt_ref = await receiptRef(transport, scope_id, text(values, 'receipt'));
     const who = attribution(context);
     const fields = {
       objective,

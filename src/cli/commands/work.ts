@@ -11,6 +11,7 @@ import { createClient, methodName } from '../../client/index.ts';
 import { workItemStatuses } from '../../core/work/model.ts';
 import type { WorkSnapshot } from '../../app/work.ts';
 import type { SessionHeader } from '../../core/work/session.ts';
+import { receiptRef } from '../refs.ts';
 import { workModes } from '../../core/work/session.ts';
 import { findWorkEndpoint, mergeParams } from '../../http/work-api.ts';
 import {
@@ -117,11 +118,17 @@ const sessionStart: Command = {
   --parent-item ID      with --parent: the work item this child works on
   --mode MODE           ${workModes.join(', ')} (default: [work] default_mode)
   --capabilities FILE   JSON {write, tools, flows, capabilities, owners}: what contracts may use
+  --scope SCOPE_ID      bind the session to this workstream: each contract that ends records a
+                        Task Outcome there, its checks the criterion verdicts (not read from
+                        BATON_SCOPE or the binding unless --receipt is given: binding is a choice)
+  --receipt REF         the accepted receipt the session works under, so its outcomes cover it:
+                        SOURCE_ID[@DIGEST] or "active" (the workstream's active receipt)
 ${configHelp}
 ${transportHelp}`,
   examples: [
     'baton session start fix-login --workspace . --mode managed',
     'baton session start fix-login-tests --parent fix-login --parent-contract c1 --parent-item tests',
+    'baton session start fix-login --workspace . --mode managed --scope login-work --receipt active',
   ],
   fields: {
     session_id: 'SESSION',
@@ -131,6 +138,8 @@ ${transportHelp}`,
     work_item_id: '--parent-item',
     work_mode: '--mode',
     capabilities: '--capabilities',
+    scope_id: '--scope',
+    handoff_receipt_ref: '--receipt',
   },
   options: {
     ...transportOptions,
@@ -141,6 +150,8 @@ ${transportHelp}`,
     'parent-item': { type: 'string' },
     mode: { type: 'string' },
     capabilities: { type: 'string' },
+    scope: { type: 'string', short: 's' },
+    receipt: { type: 'string' },
   },
   async run(context) {
     const [session_id] = positionals(context, ['SESSION']);
@@ -161,6 +172,11 @@ ${transportHelp}`,
     }
     const mode = oneOf(values, 'mode', workModes);
     const capabilities = text(values, 'capabilities');
+    const receipt = text(values, 'receipt');
+    const scope_id =
+      text(values, 'scope') ?? (receipt === undefined ? undefined : (await context.scope()).scope_id);
+    const handoff_receipt_ref =
+      scope_id === undefined ? undefined : await receiptRef(await context.transport(), scope_id, receipt);
     const header = await callWork(context, 'start_session', {
       session_id,
       ...(workspace === undefined ? {} : { workspace }),
@@ -169,6 +185,8 @@ ${transportHelp}`,
       ...(parentItem === undefined ? {} : { work_item_id: parentItem }),
       ...(mode === undefined ? {} : { work_mode: mode }),
       ...(capabilities === undefined ? {} : { capabilities: await jsonFile(context, capabilities) }),
+      ...(scope_id === undefined ? {} : { scope_id }),
+      ...(handoff_receipt_ref === undefined ? {} : { handoff_receipt_ref }),
     });
     context.print(header, () => render.session(header as SessionHeader));
   },

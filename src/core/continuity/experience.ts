@@ -31,19 +31,34 @@ export function reviewSourceId(candidate: SourceRef): string {
   return `${reviewSourceIdPrefix}${sha256Digest(candidate.source_id).slice('sha256:'.length)}`;
 }
 
-const reviewOnly = `source ids starting ${reviewSourceIdPrefix} are written only by review_experience`;
+/** The prefix of the sources a bound managed session's ended contract writes (src/core/work/outcome.ts). */
+export const managedWorkSourceIdPrefix = 'managed-work:';
+
+/** Prefixes of the source ids only Baton writes, each with its one writer. */
+const reservedPrefixes = [
+  [reviewSourceIdPrefix, 'review_experience'],
+  [managedWorkSourceIdPrefix, "the managed-work runtime (a bound session's outcomes)"],
+] as const;
+
+const reservedOnly = `source ids starting ${reservedPrefixes
+  .map(([prefix, writer]) => `${prefix} are written only by ${writer}`)
+  .join(', and ')}`;
 
 /**
- * The source_id of anything but a review: a source stored under a review's id first would hold
- * the candidate's one review slot, and the candidate could never be reviewed.
+ * The source_id of anything Baton does not write itself: a source stored under a review's id
+ * first would hold the candidate's one review slot, and the candidate could never be reviewed;
+ * one under a bound session's outcome id would refuse that outcome.
  */
-export const ownSourceIdSchema = sourceIdSchema.regex(/^(?!experience-review:)/, reviewOnly);
+export const ownSourceIdSchema = sourceIdSchema.regex(
+  new RegExp(`^(?!${reservedPrefixes.map(([prefix]) => prefix).join('|')})`),
+  reservedOnly,
+);
 
 /** ownSourceIdSchema's rule, for a caller that has no schema for the source_id. */
-export function requireNotReviewSourceId(source_id: string, what: string): void {
-  if (!source_id.startsWith(reviewSourceIdPrefix)) return;
-  throw new BatonError('invalid_input', `${what} is invalid at source_id: ${reviewOnly}`, {
-    issues: [{ path: 'source_id', message: reviewOnly }],
+export function requireOwnSourceId(source_id: string, what: string): void {
+  if (!reservedPrefixes.some(([prefix]) => source_id.startsWith(prefix))) return;
+  throw new BatonError('invalid_input', `${what} is invalid at source_id: ${reservedOnly}`, {
+    issues: [{ path: 'source_id', message: reservedOnly }],
   });
 }
 

@@ -166,8 +166,11 @@ const readers = {
   'task-outcome': { 'baton.task-outcome/v1': outcomeSchema },
 } as const;
 
+/** The criterion verdicts of a bound session's ended contract (src/core/work/outcome.ts). */
+export const managedWorkVerdictsKind = 'managed-work-verdicts';
+
 /** Kinds only their own operations may write: capture_source refuses them. */
-export const reservedKinds: readonly string[] = [...workKinds, 'experience-review'];
+export const reservedKinds: readonly string[] = [...workKinds, 'experience-review', managedWorkVerdictsKind];
 
 export function isWorkKind(kind: unknown): kind is WorkKind {
   return typeof kind === 'string' && (workKinds as readonly string[]).includes(kind);

@@ -85,7 +85,9 @@ export type WorkWarningCode =
   | 'unreadable_entry'
   | 'interrupted_item'
   | 'unreconciled_running'
-  | 'stale_verdict';
+  | 'stale_verdict'
+  /** A bound session's ended contract whose Task Outcome could not be recorded (src/app/work-outcome.ts). */
+  | 'outcome_not_recorded';
 
 export interface WorkWarning {
   readonly code: WorkWarningCode;

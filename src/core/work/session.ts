@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { jsonObjectSchema, jsonValueSchema } from '../json.ts';
-import { storedSessionIdSchema } from '../ledger/names.ts';
+import { scopeIdSchema, storedSessionIdSchema } from '../ledger/names.ts';
+import { sourceRefSchema } from '../ledger/source.ts';
 import { recordSchema } from '../records.ts';
 import { workEventSchema, workIdSchema } from './model.ts';
 
@@ -40,6 +41,14 @@ export const sessionEntrySchemas = {
     /** Absolute path of the workspace the session works in, if it has one. */
     workspace: z.string().max(4096).nullable().default(null),
     capabilities: sessionCapabilitiesSchema.default(sessionCapabilitiesSchema.parse({})),
+    /**
+     * The Workstream the session is bound to: each of its contracts that ends records a Task
+     * Outcome there (docs/managed-work.md, "Bound to a workstream"). Written only when set, so
+     * a header written before it existed reads, and is started again, unchanged.
+     */
+    scope_id: scopeIdSchema.optional(),
+    /** The accepted receipt the session took the work under: its outcomes name it, to cover it. */
+    handoff_receipt_ref: sourceRefSchema.optional(),
   }),
   user_message: recordSchema('baton.user-message/v1', { text }),
   assistant_message: recordSchema('baton.assistant-message/v1', { text }),
