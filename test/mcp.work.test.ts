@@ -341,6 +341,60 @@ describe('managed work over MCP (stdio)', () => {
     expect((await good<{ position: number }>('work_get', { session_id })).position).toBe(position);
   });
 
+  it('binds the session of a first proposal to the workstream whose handoff it accepted: verification records the covering outcome', async () => {
+    const scope_id = 'mcp-bound';
+    const prepared = await good<{ digest: string }>('handoff_current_work', {
+      scope_id,
+      source_id: 'boundary-1',
+      objective: 'Write the notes',
+      disposition: 'continue',
+      next_action: { text: 'Write notes.md', basis: 'declared' },
+    });
+    await good('commit_handoff', { scope_id, prepared: prepared.digest, expected_head: 0 });
+    const confirmed = { live_workspace: 'confirmed', capability: 'confirmed', authorization: 'confirmed' };
+    const { receipt } = await good<{ receipt: { source_ref: Record<string, string> } }>(
+      'acknowledge_handoff',
+      {
+        scope_id,
+        source_id: 'receipt-1',
+        target: { exact: 1 },
+        status: 'accepted',
+        receiver_checks: confirmed,
+      },
+    );
+    const binding = { scope_id, handoff_receipt_ref: receipt.source_ref };
+    // A revision binds nothing, and an existing session is not bound after the fact.
+    await expectToolError(
+      'work_revise',
+      { ...fileProposal('claude-bound', 'notes'), previous_revision: 1, reason: 'r', ...binding },
+      'invalid_input',
+    );
+    await good('work_revise', fileProposal('claude-unbound', 'first'));
+    await expectToolError(
+      'work_revise',
+      { ...fileProposal('claude-unbound', 'second'), branch: true, ...binding },
+      'conflict',
+      'session_binding',
+    );
+
+    const session_id = 'claude-bound';
+    await good('work_revise', { session_id, ...notesContract, contract_id: 'notes-1', ...binding });
+    for (const to of ['running', 'ready_for_verification']) {
+      await good('work_transition', { session_id, revision: 1, item_id: 'write', to });
+    }
+    writeFileSync(join(workspace, 'notes.md'), 'done\n');
+    try {
+      await good('work_verify', { session_id });
+    } finally {
+      rmSync(join(workspace, 'notes.md'), { force: true });
+    }
+    const continuity = await good<{ result: { outcome_state: string; counts: Record<string, number> } }>(
+      'get_work_continuity',
+      { scope_id },
+    );
+    expect(continuity.result).toMatchObject({ outcome_state: 'covered', counts: { 'task-outcome': 1 } });
+  });
+
   it('marks attached evidence available when it resolves in the ledger, and unavailable with the reason', async () => {
     const session_id = 'claude-evidence';
     await good('work_revise', {

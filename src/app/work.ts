@@ -722,6 +722,7 @@ export async function createContract(
       ? undefined
       : await sessionHeaderOf(deps, project_id, { ...options.startSession, session_id: parsed.session_id });
   const decide = ({ header, config }: Decision): Decided => {
+    if (newSession?.scope_id !== undefined && header !== newSession) requireSameBinding(header, newSession);
     const { session_id: _session, branch: _branch, contract_id: _id, ...definition } = parsed;
     const contract = parseRecord(
       workContractSchema,
@@ -742,6 +743,23 @@ export async function createContract(
     return events;
   };
   return commitWork(deps, sessionStream(project_id, parsed.session_id), decide, newSession);
+}
+
+/**
+ * A contract that asks to bind its session to a workstream, where the session exists already:
+ * only the binding it has. Another would be dropped without a word, so it is refused.
+ */
+function requireSameBinding(header: SessionHeader | null, asked: SessionHeader): void {
+  const binding = (of: SessionHeader | null) =>
+    canonicalJson({ scope_id: of?.scope_id ?? null, handoff_receipt_ref: of?.handoff_receipt_ref ?? null });
+  if (binding(header) === binding(asked)) return;
+  throw new BatonError(
+    'conflict',
+    header?.scope_id === undefined
+      ? `session ${asked.session_id} exists and is not bound to a workstream; a session is bound when it starts, so start a new session to bind it`
+      : `session ${asked.session_id} is bound to workstream ${header.scope_id}${header.handoff_receipt_ref ? ` under receipt ${header.handoff_receipt_ref.source_id}` : ''}, not as this call asks`,
+    { rule: 'session_binding', scope_id: header?.scope_id ?? null },
+  );
 }
 
 function stripSession<T extends { session_id: string }>(value: T): Omit<T, 'session_id'> {

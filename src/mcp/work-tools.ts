@@ -26,6 +26,7 @@ import {
   requestInput,
   requestInputFields,
   reviseContract,
+  startSessionFields,
   transitionFields,
   transitionItem,
   createContractFieldsFor,
@@ -54,6 +55,9 @@ function reviseInputFor(limits?: WorkLimits) {
     /** Absent when the session has no live contract yet: the proposal then creates revision 1. */
     previous_revision: previousRevision(limits).optional(),
     reason: z.string().max(4000).optional(),
+    /** Without previous_revision: the session it starts is bound to this workstream (docs/managed-work.md). */
+    scope_id: startSessionFields.scope_id,
+    handoff_receipt_ref: startSessionFields.handoff_receipt_ref,
   });
 }
 const reviseInput = reviseInputFor();
@@ -149,14 +153,18 @@ const workTools: readonly WorkTool[] = [
     title: 'Propose a work contract',
     when: 'Call it when a task needs several verifiable steps, or when the agreed work must change; not for a one-step answer.',
     summary:
-      'Propose the work contract: without previous_revision it creates revision 1 (starting the session if needed); with it, the next revision. Baton validates it first.',
+      'Propose the work contract: without previous_revision it creates revision 1 (starting the session if needed; scope_id binds that session to the workstream whose handoff you accepted, handoff_receipt_ref to your accepted receipt, so each contract that ends records its Task Outcome there); with it, the next revision. Baton validates it first.',
     access: 'write',
     idempotent: false,
     input: reviseInput,
     inputFor: reviseInputFor,
     output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args, actor) => {
-      const { previous_revision, reason, ...rest } = parseRecord(reviseInput, args, 'work_revise input');
+      const { previous_revision, reason, scope_id, handoff_receipt_ref, ...rest } = parseRecord(
+        reviseInput,
+        args,
+        'work_revise input',
+      );
       const project_id = options.principal.project_id;
       if (previous_revision === undefined) {
         // A session that does not exist starts in the server's workspace, in the contract's own
@@ -164,16 +172,22 @@ const workTools: readonly WorkTool[] = [
         const startSession = {
           work_mode: 'managed',
           ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+          ...(scope_id === undefined ? {} : { scope_id }),
+          ...(handoff_receipt_ref === undefined ? {} : { handoff_receipt_ref }),
         } as const;
         return withGate(await createContract(options.deps, project_id, rest, actor, { startSession }));
       }
       // The contract it names is the one revised (the live one when it names none), as over HTTP.
       const { branch, ...definition } = rest;
-      if (branch !== undefined) {
+      const startsOnly = Object.entries({ branch, scope_id, handoff_receipt_ref }).find(
+        ([, value]) => value !== undefined,
+      );
+      if (startsOnly !== undefined) {
+        const [field] = startsOnly;
         throw new BatonError(
           'invalid_input',
-          'work_revise input is invalid at branch: branch starts a new contract beside the live one; a revision (previous_revision) revises the contract it names and starts none',
-          { issues: [{ path: 'branch', message: 'only without previous_revision' }] },
+          `work_revise input is invalid at ${field}: ${field === 'branch' ? 'branch starts a new contract beside the live one' : `${field} binds the session a first proposal starts`}; a revision (previous_revision) revises the contract it names and starts none`,
+          { issues: [{ path: field, message: 'only without previous_revision' }] },
         );
       }
       return withGate(
