@@ -52,6 +52,7 @@ import {
   type TerminalStatus,
 } from '../core/work/session.ts';
 import { retryFrom } from '../core/work/transitions.ts';
+import { childCapabilities } from '../core/work/lineage.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
 import { resolveEvidence } from './work-evidence.ts';
@@ -105,8 +106,31 @@ async function sessionHeaderOf(
 ): Promise<SessionHeader> {
   const parsed = parseRecord(startSessionSchema, input, 'session');
   if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
+  let capabilities = parsed.capabilities ?? {};
+  let workspace = parsed.workspace ?? null;
   if (parsed.parent_session_id !== undefined) {
-    await deps.store.getStream(sessionStream(project_id, parsed.parent_session_id));
+    const parent = await firstHeader(deps, sessionStream(project_id, parsed.parent_session_id));
+    const named = new Set(Object.keys((input as { capabilities?: object }).capabilities ?? {}));
+    capabilities = childCapabilities(
+      parent ?? {
+        session_id: parsed.parent_session_id,
+        parent_session_id: null,
+        capabilities: sessionCapabilitiesSchema.parse({}),
+      },
+      parsed.capabilities,
+      named,
+    );
+    // A child works in its parent's workspace, or in a folder inside it.
+    if (parent?.workspace != null) {
+      if (workspace === null) workspace = parent.workspace;
+      else if (!workspaceChecker(parent.workspace)(workspace)) {
+        throw new BatonError(
+          'invalid_input',
+          `a child session works inside its parent's workspace ${JSON.stringify(parent.workspace)}, not in ${JSON.stringify(workspace)}`,
+          { rule: 'path_outside_workspace', workspace, parent_session_id: parent.session_id },
+        );
+      }
+    }
   }
   const header = sessionEntrySchemas.session_header.parse({
     schema: 'baton.session-header/v1',
@@ -115,10 +139,20 @@ async function sessionHeaderOf(
     contract_id: parsed.contract_id ?? null,
     work_item_id: parsed.work_item_id ?? null,
     work_mode: parsed.work_mode ?? (deps.work ?? defaultWorkConfig).default_mode,
-    workspace: parsed.workspace ?? null,
-    capabilities: parsed.capabilities ?? {},
+    workspace,
+    capabilities,
   });
   return header;
+}
+
+/** The header a session stream starts with (null for one started before headers); not_found without the stream. */
+async function firstHeader(deps: AppDeps, stream: StreamKey): Promise<SessionHeader | null> {
+  await deps.store.getStream(stream);
+  for await (const entry of deps.store.readStream(stream, { kinds: ['session_header'] })) {
+    const parsed = sessionEntrySchemas.session_header.safeParse(entry.content);
+    return parsed.success ? parsed.data : null;
+  }
+  return null;
 }
 
 function headerEntry(header: SessionHeader): EntryInput {
