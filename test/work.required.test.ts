@@ -4,6 +4,7 @@
  * torn and unknown entries through a real import, and the audit trail of every mutation.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { exportStream, importStream } from '../src/app/ledger.ts';
 import * as work from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
 import type { Actor } from '../src/core/work/model.ts';
@@ -115,3 +116,144 @@ for (const backend of backends) {
     });
   });
 }
+
+describe('path claims', () => {
+  const claiming = {
+    objective: 'change the loader and its docs',
+    criteria: [{ criterion_id: 'ok', statement: 'ok', kind: { type: 'shell', command: 'true' } }],
+    items: [
+      { item_id: 'loader', title: 'Loader', criterion_ids: ['ok'], path_claims: ['src/config'] },
+      { item_id: 'parser', title: 'Parser', criterion_ids: ['ok'], path_claims: ['./src/config/parse.ts'] },
+      { item_id: 'docs', title: 'Docs', criterion_ids: ['ok'], path_claims: ['docs/'] },
+      { item_id: 'notes', title: 'Notes', criterion_ids: ['ok'], readonly: true },
+    ],
+  };
+
+  async function session() {
+    const handle = await backends[0]!.open();
+    opened.push(handle);
+    await handle.store.createProject('acme');
+    const deps = { store: handle.store, clock: systemClock };
+    await work.createContract(
+      deps,
+      'acme',
+      { session_id: 's-1', contract_id: 'work-1', ...claiming },
+      model,
+      {
+        startSession: {},
+      },
+    );
+    const move = (
+      item_id: string,
+      to: 'running' | 'ready_for_verification' | 'blocked',
+      actor: Actor = model,
+    ) => work.transitionItem(deps, 'acme', { session_id: 's-1', revision: 1, item_id, to }, actor);
+    return { deps, store: handle.store, move };
+  }
+
+  it('parallel disjoint items run concurrently', async () => {
+    const { move } = await session();
+    await move('loader', 'running');
+    await move('docs', 'running');
+    const both = await move('notes', 'running');
+    expect(
+      both.contract?.items.filter((item) => item.status === 'running').map((item) => item.item_id),
+    ).toEqual(['loader', 'docs', 'notes']);
+  });
+
+  it('overlapping claims serialize: the second start is refused while the first holds the path, and runs after it', async () => {
+    const { store, move } = await session();
+    await move('loader', 'running');
+    const stream = { project_id: 'acme', kind: 'session', session_id: 's-1' } as const;
+    const { head } = await store.getStream(stream);
+    await expectBatonError(move('parser', 'running'), 'conflict', {
+      rule: 'path_claim_held',
+      item_id: 'parser',
+      held_by: { contract_id: 'work-1', item_id: 'loader' },
+    });
+    expect((await store.getStream(stream)).head).toBe(head);
+    await move('loader', 'ready_for_verification');
+    const after = await move('parser', 'running');
+    expect(after.contract?.items.find((item) => item.item_id === 'parser')?.status).toBe('running');
+  });
+
+  it('overlapping claims serialize under concurrent starts: exactly one of them runs', async () => {
+    const { deps, move } = await session();
+    const results = await Promise.allSettled([move('loader', 'running'), move('parser', 'running')]);
+    expect(results.map((result) => result.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const refused = results.find((result) => result.status === 'rejected');
+    expect(refused?.reason).toMatchObject({
+      code: 'conflict',
+      data: { rule: 'path_claim_held' },
+    });
+    const snapshot = await work.readWork(deps, 'acme', { session_id: 's-1' });
+    expect(snapshot.contract?.items.filter((item) => item.status === 'running')).toHaveLength(1);
+  });
+});
+
+describe('a session ledger with torn and unknown entries', () => {
+  it('torn/unknown entries remain recoverable with warnings: imported, projected, and worked on', async () => {
+    const [from, into] = [await backends[0]!.open(), await backends[0]!.open()];
+    opened.push(from, into);
+    await from.store.createProject('acme');
+    const deps = { store: from.store, clock: systemClock };
+    await work.createContract(
+      deps,
+      'acme',
+      { session_id: 's-1', contract_id: 'work-1', ...definition },
+      model,
+      {
+        startSession: {},
+      },
+    );
+    const stream = { project_id: 'acme', kind: 'session', session_id: 's-1' } as const;
+    const event = (kind: Record<string, unknown>) => ({
+      type: 'work_event',
+      content: {
+        schema: 'baton.work-event/v1',
+        contract_id: 'work-1',
+        revision: 1,
+        kind,
+        actor: { type: 'runtime' },
+      },
+      metadata: { kind: 'work_event' },
+    });
+    await from.store.append(stream, [
+      event({ type: 'item_paused', item_id: 'inspect' }),
+      event({ type: 'item_status_changed', item_id: 'inspect', from: 'ready', to: 'paused', attempt: 1 }),
+      { type: 'telemetry_sample', content: { cpu: 3 }, metadata: { kind: 'telemetry_sample' } },
+    ]);
+    let text = '';
+    await exportStream({ store: from.store }, stream, (chunk) => {
+      text += chunk;
+    });
+    const torn = `${text}{"content":{"schema":"baton.work-event/v1","contract_id":"wo`;
+
+    await into.store.createProject('acme');
+    const report = await importStream({ store: into.store }, torn.split('\n'));
+    expect(report.warnings).toHaveLength(1);
+    expect(report.warnings[0]?.message).toContain('torn last line');
+    expect(report.unknown_types).toEqual({ telemetry_sample: 1 });
+    const target = { store: into.store, clock: systemClock };
+    const read = await work.readWork(target, 'acme', { session_id: 's-1' });
+    expect(read.contract?.items.map((item) => [item.item_id, item.status])).toEqual([
+      ['inspect', 'ready'],
+      ['implement', 'proposed'],
+    ]);
+    const warned = read.warnings.map((warning) => [warning.code, warning.position]);
+    expect(warned).toEqual([
+      ['unknown_work_event', read.position - 2],
+      ['unreadable_work_event', read.position - 1],
+    ]);
+    expect(read.control_block).toContain('- inspect: ready');
+    // Recoverable: work goes on after them, and the warnings stay visible.
+    const moved = await work.transitionItem(
+      target,
+      'acme',
+      { session_id: 's-1', revision: 1, item_id: 'inspect', to: 'running' },
+      model,
+    );
+    expect(moved.contract?.items[0]?.status).toBe('running');
+    expect(moved.warnings.map((warning) => [warning.code, warning.position])).toEqual(warned);
+  });
+});

@@ -52,6 +52,7 @@ import {
   type TerminalStatus,
 } from '../core/work/session.ts';
 import { retryFrom } from '../core/work/transitions.ts';
+import { checkClaims, holdingClaims } from '../core/work/claims.ts';
 import { childCapabilities } from '../core/work/lineage.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
@@ -838,7 +839,7 @@ export async function transitionItem(
   return commitWork(
     deps,
     sessionStream(project_id, parsed.session_id),
-    ({ projection, recordedOperation }) => {
+    ({ projection, header, recordedOperation }) => {
       const replay = operationReplay(
         parsed,
         recordedOperation,
@@ -849,6 +850,9 @@ export async function transitionItem(
       const contract = target(projection, parsed.contract_id);
       requireRevision(contract, parsed.revision);
       const item = findItem(contract, parsed.item_id);
+      if (parsed.to === 'running' && !holdingClaims.has(item.status)) {
+        checkClaims(projection!, contract.contract_id, item.item_id, header?.workspace ?? null);
+      }
       return [itemChange(contract, item, parsed.to, parsed.reason ?? '', actor, parsed.operation_id)];
     },
   );
