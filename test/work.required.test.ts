@@ -257,3 +257,73 @@ describe('a session ledger with torn and unknown entries', () => {
     expect(moved.warnings.map((warning) => [warning.code, warning.position])).toEqual(warned);
   });
 });
+
+describe('resuming after approval or input', () => {
+  const human: Actor = { type: 'human', id: 'ana' };
+  const runtime: Actor = { type: 'runtime', id: 'baton' };
+
+  async function session() {
+    const handle = await backends[0]!.open();
+    opened.push(handle);
+    await handle.store.createProject('acme');
+    const deps = { store: handle.store, clock: systemClock };
+    await work.createContract(
+      deps,
+      'acme',
+      { session_id: 's-1', contract_id: 'work-1', ...definition },
+      model,
+      {
+        startSession: {},
+      },
+    );
+    const revise = (previous_revision: number) =>
+      work.reviseContract(
+        deps,
+        'acme',
+        {
+          session_id: 's-1',
+          previous_revision,
+          ...definition,
+          objective: `${definition.objective} (r${previous_revision + 1})`,
+          reason: 'narrowed',
+        },
+        model,
+      );
+    return { deps, revise };
+  }
+
+  it('approval/input resume uses the correct contract revision: an approval given on an older revision is refused', async () => {
+    const { deps, revise } = await session();
+    const move = (to: 'running' | 'waiting_approval', actor: Actor, revision: number) =>
+      work.transitionItem(deps, 'acme', { session_id: 's-1', revision, item_id: 'inspect', to }, actor);
+    await move('running', model, 1);
+    await move('waiting_approval', runtime, 1);
+    await revise(1);
+    await expectBatonError(move('running', human, 1), 'revision_conflict', {
+      rule: 'stale_revision',
+      expected: 2,
+      actual: 1,
+    });
+    const approved = await move('running', human, 2);
+    expect(approved.contract).toMatchObject({ revision: 2, status: 'active' });
+    expect(approved.contract?.items[0]).toMatchObject({ item_id: 'inspect', status: 'running', attempt: 1 });
+  });
+
+  it('approval/input resume uses the correct contract revision: an answer to a question asked on an older revision is refused', async () => {
+    const { deps, revise } = await session();
+    await work.requestInput(
+      deps,
+      'acme',
+      { session_id: 's-1', revision: 1, question: 'which database?' },
+      model,
+    );
+    await revise(1);
+    await expectBatonError(
+      work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 1 }, human),
+      'revision_conflict',
+      { rule: 'stale_revision', expected: 2, actual: 1 },
+    );
+    const resumed = await work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 2 }, human);
+    expect(resumed.contract).toMatchObject({ revision: 2, status: 'active' });
+  });
+});
