@@ -7,10 +7,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { exportStream, importStream } from '../src/app/ledger.ts';
 import * as work from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
+import { deriveModelContext } from '../src/core/work/context.ts';
+import { controlBlockLimit } from '../src/core/work/control.ts';
 import type { Actor } from '../src/core/work/model.ts';
 import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
 import type { Store } from '../src/store/store.ts';
 import { backends, type OpenedStore } from './helpers/stores.ts';
+import { activeStart, contract, ev, ledger } from './helpers/work.ts';
 
 const model: Actor = { type: 'model', id: 'agent' };
 const opened: OpenedStore[] = [];
@@ -325,5 +328,41 @@ describe('resuming after approval or input', () => {
     );
     const resumed = await work.confirmWork(deps, 'acme', { session_id: 's-1', revision: 2 }, human);
     expect(resumed.contract).toMatchObject({ revision: 2, status: 'active' });
+  });
+});
+
+describe('the model context with a branch beside a live contract', () => {
+  it('active work survives compaction: the older live contract stays in the control block while a branch is live', () => {
+    const side = contract({
+      contract_id: 'side',
+      objective: 'look around',
+      items: [{ item_id: 'peek', title: 'Peek', criterion_ids: ['inspected'] }],
+    });
+    const entries = ledger(
+      ...activeStart(),
+      ev.created(side, { branch: true }),
+      ev.status('draft', 'active', 'human', 1, 'side'),
+      ...Array.from({ length: 40 }, (_, index) => ({
+        type: 'user_message',
+        content: { schema: 'baton.user-message/v1', text: `message ${index}` },
+      })),
+    );
+    const context = deriveModelContext(entries, { keep_messages: 5 });
+    expect(context.dropped).toBe(35);
+    expect(context.tail).toHaveLength(1);
+    const block = context.tail[0]!;
+    expect(block.length).toBeLessThanOrEqual(controlBlockLimit);
+    // The branch is the block's contract; the other live one is named with what it still needs.
+    expect(block).toContain('Objective: look around');
+    expect(block).toContain('Also live: work-1 revision 1, active: 2 required items unfinished');
+    // Once it ends, it leaves the model's context.
+    const ended = deriveModelContext(
+      [...entries, ...ledger(ev.status('active', 'cancelled', 'human'))].map((entry, index) => ({
+        ...entry,
+        position: index + 1,
+      })),
+      { keep_messages: 5 },
+    );
+    expect(ended.tail[0]).not.toContain('Also live');
   });
 });
