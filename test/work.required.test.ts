@@ -3,6 +3,8 @@
  * bullet: child sessions (lineage narrowing, no grandchildren), path claims, approval resume,
  * torn and unknown entries through a real import, and the audit trail of every mutation.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exportStream, importStream } from '../src/app/ledger.ts';
 import * as work from '../src/app/work.ts';
@@ -364,5 +366,41 @@ describe('the model context with a branch beside a live contract', () => {
       { keep_messages: 5 },
     );
     expect(ended.tail[0]).not.toContain('Also live');
+  });
+});
+
+describe('a session ledger written before managed work', () => {
+  async function imported() {
+    const handle = await backends[0]!.open();
+    opened.push(handle);
+    await handle.store.createProject('acme');
+    const text = readFileSync(join(import.meta.dirname, 'fixtures', 'work-ledgers', 'direct.jsonl'), 'utf8');
+    await importStream({ store: handle.store }, text.split('\n'));
+    return { store: handle.store, deps: { store: handle.store, clock: systemClock } };
+  }
+
+  it('old ledgers open without migration: reopening the session as it was started is a no-op, not a conflict', async () => {
+    const { store, deps } = await imported();
+    const stream = { project_id: 'acme', kind: 'session', session_id: 'direct-1' } as const;
+    const { head } = await store.getStream(stream);
+    const header = await work.startSession(deps, 'acme', {
+      session_id: 'direct-1',
+      work_mode: 'direct',
+      workspace: '/srv/app',
+    });
+    expect(header).toMatchObject({ session_id: 'direct-1', workspace: '/srv/app', parent_session_id: null });
+    expect((await store.getStream(stream)).head).toBe(head);
+  });
+
+  it('old ledgers open without migration: managed work starts on a session recorded before it', async () => {
+    const { deps } = await imported();
+    const created = await work.createContract(
+      deps,
+      'acme',
+      { session_id: 'direct-1', contract_id: 'work-1', ...definition },
+      model,
+    );
+    expect(created.contract).toMatchObject({ status: 'active', revision: 1 });
+    expect(created.warnings).toEqual([]);
   });
 });

@@ -166,8 +166,8 @@ function headerEntry(header: SessionHeader): EntryInput {
 }
 
 /**
- * Start a session stream with its header; the same header again is a no-op, another one a
- * conflict. Starting a session that already has entries reopens it: its running items are
+ * Start a session stream with its header; the same header again (as read, its defaults
+ * included) is a no-op, another one a conflict. Starting a session that already has entries reopens it: its running items are
  * reconciled (reconcileWork).
  */
 export async function startSession(
@@ -184,7 +184,12 @@ export async function startSession(
       throw error;
     },
   );
-  await deps.store.append(stream, [headerEntry(header)]);
+  // A header written before some of its fields existed reads with their defaults: the same
+  // session asked for again is that header, not a conflict, though its stored bytes differ.
+  const stored = reopened ? await firstHeader(deps, stream) : null;
+  if (stored === null || canonicalJson(stored) !== canonicalJson(header)) {
+    await deps.store.append(stream, [headerEntry(header)]);
+  }
   if (reopened) await reconcileWork(deps, project_id, { session_id: header.session_id });
   return header;
 }
