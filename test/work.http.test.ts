@@ -402,6 +402,7 @@ for (const backend of backends) {
 
       // Another project's session is not there: 404 on every single endpoint, nothing written.
       expectError(await h.call('GET', s, { token: rival }), 404, 'not_found');
+      const refusedPaths = [s];
       for (const [path, body] of [
         [`${s}/confirm`, { revision: 1 }],
         [`${s}/revise`, { previous_revision: 1, ...revisedBody }],
@@ -412,9 +413,18 @@ for (const backend of backends) {
         [`${s}/items/code/reassign`, { owner: { type: 'human' } }],
         [`${s}/items/code/evidence`, { revision: 1, evidence: { type: 'child_session', session_id: 'x' } }],
         [`${s}/items/cancel`, { item_ids: ['code', 'docs'] }],
+        [`${s}/reconcile`, {}],
       ] as const) {
         expectError(await post(path, body, rival), 404, 'not_found');
+        refusedPaths.push(path);
       }
+      // Every endpoint of one session was tried.
+      expect(refusedPaths.sort()).toEqual(
+        workEndpoints
+          .filter((endpoint) => endpoint.params.includes('session_id'))
+          .map((endpoint) => endpoint.path.replace(':session_id', 's1').replace(':item_id', 'code'))
+          .sort(),
+      );
       const events = await openSse(h.url, '/v1/sessions/s1/events', { authorization: `Bearer ${rival}` });
       expect(events.status).toBe(404);
       expect(JSON.parse(events.body)).toMatchObject({ error: { code: 'not_found' } });

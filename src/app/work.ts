@@ -123,8 +123,11 @@ async function sessionHeaderOf(
     );
     // A child works in its parent's workspace, or in a folder inside it.
     if (parent?.workspace != null) {
-      if (workspace === null) workspace = parent.workspace;
-      else if (!workspaceChecker(parent.workspace)(workspace)) {
+      if (workspace === null) {
+        // Inherited, it must still be one this server lets sessions work in.
+        checkWorkspaceBoundary(deps, parent.workspace);
+        workspace = parent.workspace;
+      } else if (!workspaceChecker(parent.workspace)(workspace)) {
         throw new BatonError(
           'invalid_input',
           `a child session works inside its parent's workspace ${JSON.stringify(parent.workspace)}, not in ${JSON.stringify(workspace)}`,
