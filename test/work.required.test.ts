@@ -5,16 +5,20 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { exportStream, importStream } from '../src/app/ledger.ts';
 import * as work from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { deriveModelContext } from '../src/core/work/context.ts';
 import { controlBlockLimit } from '../src/core/work/control.ts';
+import { createMcpServer } from '../src/mcp/server.ts';
 import type { Actor } from '../src/core/work/model.ts';
 import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
 import type { Store } from '../src/store/store.ts';
 import { backends, type OpenedStore } from './helpers/stores.ts';
+import { fail, ok } from './helpers/mcp.ts';
 import { activeStart, contract, ev, ledger } from './helpers/work.ts';
 
 const model: Actor = { type: 'model', id: 'agent' };
@@ -402,5 +406,72 @@ describe('a session ledger written before managed work', () => {
     );
     expect(created.contract).toMatchObject({ status: 'active', revision: 1 });
     expect(created.warnings).toEqual([]);
+  });
+});
+
+describe('the MCP work tools', () => {
+  const clients: Client[] = [];
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+  });
+
+  /** Two MCP clients of one store: a writer token's and a read-only token's. */
+  async function connect() {
+    const handle = await backends[0]!.open();
+    opened.push(handle);
+    await handle.store.createProject('acme');
+    const deps = { store: handle.store, clock: systemClock };
+    const open = async (read_only: boolean) => {
+      const server = createMcpServer({
+        deps,
+        principal: { project_id: 'acme', token_id: 'tok-1', read_only },
+      });
+      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+      await server.connect(serverSide);
+      const client = new Client({ name: 'baton-test', version: '0.0.0' });
+      await client.connect(clientSide);
+      clients.push(client);
+      return client;
+    };
+    return { store: handle.store, writer: await open(false), reader: await open(true) };
+  }
+
+  it("work tool events are authorized and committed: a read-only token proposes nothing, a writer's proposal is in the ledger as the model's", async () => {
+    const { store, writer, reader } = await connect();
+    const session_id = 's-mcp';
+    const proposal = { session_id, contract_id: 'work-1', ...definition };
+    const stream = { project_id: 'acme', kind: 'session', session_id } as const;
+    const start = { session_id, revision: 1, item_id: 'inspect', to: 'running' };
+    for (const [name, args] of [
+      ['work_revise', proposal],
+      ['work_transition', start],
+      [
+        'work_attach_evidence',
+        { session_id, revision: 1, item_id: 'inspect', evidence: { type: 'child_session', session_id: 'x' } },
+      ],
+      ['work_request_input', { session_id, revision: 1, question: 'which?' }],
+      ['work_verify', { session_id }],
+    ] as const) {
+      expect(await fail(reader, name, args), name).toMatchObject({ code: 'forbidden' });
+    }
+    await expectBatonError(store.getStream(stream), 'not_found');
+
+    await ok(writer, 'work_revise', proposal);
+    const { head } = await store.getStream(stream);
+    expect(await fail(reader, 'work_transition', start)).toMatchObject({ code: 'forbidden' });
+    expect((await store.getStream(stream)).head).toBe(head);
+    const moved = await ok(writer, 'work_transition', start);
+    const after = await store.getStream(stream);
+    expect(after.head).toBe(head + 1);
+    const last: unknown[] = [];
+    for await (const entry of store.readStream(stream, { from: after.head })) last.push(entry.content);
+    expect(last).toHaveLength(1);
+    expect(last[0]).toMatchObject({
+      actor: { type: 'model', id: 'token:tok-1' },
+      kind: { type: 'item_status_changed', item_id: 'inspect', to: 'running' },
+    });
+    expect(JSON.stringify(moved)).toContain('"running"');
+    // Reading stays open to the read-only token.
+    expect((await ok(reader, 'work_get', { session_id })).trust).toBe('untrusted_history');
   });
 });
