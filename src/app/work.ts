@@ -1017,19 +1017,27 @@ export async function retryItem(
   });
 }
 
-/** The state of a child session: whether it exists, and its first terminal marker if it has one. */
+/**
+ * The state of an item's child session: whether it exists as a child of `parent_session_id`, and
+ * its first terminal marker if it has one. A session whose header names another parent (or none)
+ * is no child of this one, whatever it recorded; one without a header (started before headers
+ * existed) is taken at its word.
+ */
 async function childSessionState(
   deps: AppDeps,
   project_id: string,
   session_id: string,
+  parent_session_id: string,
 ): Promise<ChildSessionState> {
   const stream = sessionStream(project_id, session_id);
+  let header: SessionHeader | null;
   try {
-    await deps.store.getStream(stream);
+    header = await firstHeader(deps, stream);
   } catch (error) {
     if (isBatonError(error, 'not_found') || isBatonError(error, 'invalid_input')) return { exists: false };
     throw error;
   }
+  if (header !== null && header.parent_session_id !== parent_session_id) return { exists: false };
   let terminal: TerminalStatus | null = null;
   for await (const entry of deps.store.readStream(stream, { kinds: ['terminal'] })) {
     const parsed = sessionEntrySchemas.terminal.safeParse(entry.content);
@@ -1062,7 +1070,7 @@ export async function reconcileWork(
       for (const item of contract.items) {
         const child = item.child_session_id;
         if (item.status !== 'running' || child === null || children.has(child)) continue;
-        const state = await childSessionState(deps, project_id, child);
+        const state = await childSessionState(deps, project_id, child, session_id);
         children.set(child, state);
         if (state.exists && state.terminal === 'completed') {
           const ref = { type: 'child_session' as const, session_id: child };
