@@ -226,6 +226,14 @@ describe('a token of one project cannot read another project, or the machine, th
       session_id: 'planted',
     });
     expect(JSON.stringify(snapshot)).not.toContain('"verdict":"passed"');
+    // A child over HTTP inherits its parent's workspace, and is held to the server's folders too.
+    const child = await fetch(`${server.url}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${betaToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 'planted-child', parent_session_id: 'planted' }),
+    });
+    expect(child.status).toBe(403);
+    expect(((await child.json()) as { error: { code: string } }).error.code).toBe('forbidden');
   });
 
   it('baton serve --workspace-root lets sessions work in one more folder, and refuses a folder that is not one', async () => {

@@ -245,3 +245,39 @@ describe('baton work gate on a contract still in draft', () => {
     }
   });
 });
+
+describe('baton work gate as a Stop hook when it cannot decide', () => {
+  it('fails closed once: blocks naming the error, then on the next stop reports it with exit 1', async () => {
+    const store = await openSqliteStore({ path: database });
+    try {
+      const deps = { store, clock: systemClock };
+      await work.startSession(deps, 'acme', { session_id: 'gone', workspace: join(root, 'gone') });
+      await work.createContract(
+        deps,
+        'acme',
+        {
+          session_id: 'gone',
+          objective: 'o',
+          criteria: [{ criterion_id: 'c', statement: 's', kind: { type: 'shell', command: 'true' } }],
+          items: [{ item_id: 'i', title: 'I', criterion_ids: ['c'] }],
+        },
+        { type: 'model', id: 'agent' },
+      );
+    } finally {
+      await store.close();
+    }
+    const first = baton(['work', 'gate', '--hook', '--session', 'gone'], hookInput);
+    expect(first.status, first.stderr).toBe(0);
+    const decision = JSON.parse(first.stdout) as { decision: string; reason: string };
+    expect(decision.decision).toBe('block');
+    expect(decision.reason).toContain("precondition_failed: the session's workspace");
+    expect(decision.reason).toContain('waits for a person');
+    const again = baton(
+      ['work', 'gate', '--hook', '--session', 'gone'],
+      JSON.stringify({ ...(JSON.parse(hookInput) as object), stop_hook_active: true }),
+    );
+    expect(again.status).toBe(1);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toContain('precondition_failed');
+  });
+});

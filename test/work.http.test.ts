@@ -8,6 +8,7 @@
 /* eslint-disable @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access -- reply bodies are parsed JSON, read only in assertions */
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { authenticateToken } from '../src/app/auth.ts';
 import { readWork, type WorkSnapshot } from '../src/app/work.ts';
 import { createClient } from '../src/client/index.ts';
 import { BatonError } from '../src/core/errors.ts';
@@ -243,15 +244,40 @@ for (const backend of backends) {
       expect(final).toEqual(
         JSON.parse(JSON.stringify(await readWork(h.deps, project_id, { session_id: 's1' }))),
       );
-      // And every change is in the ledger with the token's id as the human actor.
-      const actors = [];
+      // All work mutations appear in audit history: every change is in the ledger, each with the
+      // writer token's id as the human actor, the runtime's follow-ups after them.
+      const { token_id } = await authenticateToken(h.deps, h.tokens.writer);
+      const audit: [string, string, string][] = [];
       for await (const entry of h.deps.store.readStream(
         { project_id, kind: 'session', session_id: 's1' },
         { kinds: ['work_event'] },
-      ))
-        actors.push((entry.content as { actor: { type: string; id: string } }).actor);
-      expect(actors.filter((actor) => actor.type === 'human').length).toBeGreaterThanOrEqual(10);
-      expect(new Set(actors.map((actor) => actor.type))).toEqual(new Set(['human', 'runtime']));
+      )) {
+        const { actor, kind } = entry.content as {
+          actor: { type: string; id: string };
+          kind: { type: string; item_id?: string };
+        };
+        audit.push([actor.type, actor.id, `${kind.type} ${kind.item_id ?? ''}`.trim()]);
+      }
+      const person = (change: string): [string, string, string] => ['human', token_id, change];
+      const follow = (change: string): [string, string, string] => ['runtime', 'baton', change];
+      expect(audit).toEqual([
+        person('contract_created'),
+        follow('contract_status_changed'),
+        person('assumption_resolved'),
+        person('contract_status_changed'),
+        follow('item_status_changed code'),
+        person('contract_revised'),
+        follow('item_status_changed copy'),
+        person('item_status_changed copy'),
+        person('evidence_attached code'),
+        person('evidence_attached code'),
+        person('item_assigned code'),
+        person('item_assigned code'),
+        person('item_status_changed code'),
+        person('item_status_changed code'),
+        person('item_status_changed code'),
+        person('item_status_changed docs'),
+      ]);
 
       // Each 200 answer fits its endpoint's published result schema, and every endpoint answered.
       const answered = new Set<string>();
@@ -399,6 +425,7 @@ for (const backend of backends) {
 
       // Another project's session is not there: 404 on every single endpoint, nothing written.
       expectError(await h.call('GET', s, { token: rival }), 404, 'not_found');
+      const refusedPaths = [s];
       for (const [path, body] of [
         [`${s}/confirm`, { revision: 1 }],
         [`${s}/revise`, { previous_revision: 1, ...revisedBody }],
@@ -409,9 +436,18 @@ for (const backend of backends) {
         [`${s}/items/code/reassign`, { owner: { type: 'human' } }],
         [`${s}/items/code/evidence`, { revision: 1, evidence: { type: 'child_session', session_id: 'x' } }],
         [`${s}/items/cancel`, { item_ids: ['code', 'docs'] }],
+        [`${s}/reconcile`, {}],
       ] as const) {
         expectError(await post(path, body, rival), 404, 'not_found');
+        refusedPaths.push(path);
       }
+      // Every endpoint of one session was tried.
+      expect(refusedPaths.sort()).toEqual(
+        workEndpoints
+          .filter((endpoint) => endpoint.params.includes('session_id'))
+          .map((endpoint) => endpoint.path.replace(':session_id', 's1').replace(':item_id', 'code'))
+          .sort(),
+      );
       const events = await openSse(h.url, '/v1/sessions/s1/events', { authorization: `Bearer ${rival}` });
       expect(events.status).toBe(404);
       expect(JSON.parse(events.body)).toMatchObject({ error: { code: 'not_found' } });

@@ -172,6 +172,31 @@ for (const backend of backends) {
       expect(item(later, 'live').status).toBe('ready_for_verification');
     });
 
+    it("a session that is not the item's child is no child: its terminal marker decides nothing", async () => {
+      const deps = await running();
+      // A session of its own, and a child of another session, both ended.
+      await work.startSession(deps, 'acme', { session_id: 'stranger' });
+      await work.startSession(deps, 'acme', { session_id: 'other' });
+      await work.startSession(deps, 'acme', { session_id: 'others-child', parent_session_id: 'other' });
+      await terminal(deps, 'stranger', 'failed');
+      await terminal(deps, 'others-child', 'completed');
+      for (const [item_id, child_session_id] of [
+        ['edit', 'stranger'],
+        ['look', 'others-child'],
+      ] as const) {
+        await work.reassignItem(
+          deps,
+          'acme',
+          { session_id: 's-1', item_id, owner: { type: 'worker' }, child_session_id },
+          human,
+        );
+      }
+      const reconciled = await work.reconcileWork(deps, 'acme', { session_id: 's-1' });
+      expect(item(reconciled, 'edit')).toMatchObject({ status: 'interrupted', evidence: [] });
+      expect(item(reconciled, 'look')).toMatchObject({ status: 'interrupted', evidence: [] });
+      expect(item(reconciled, 'finished').status).toBe('ready_for_verification');
+    });
+
     it('reopening the session reconciles it', async () => {
       const deps = await running();
       await work.startSession(deps, 'acme', { session_id: 's-1', work_mode: 'managed' });

@@ -54,6 +54,8 @@ import {
   type TerminalStatus,
 } from '../core/work/session.ts';
 import { retryFrom } from '../core/work/transitions.ts';
+import { checkClaims, holdingClaims } from '../core/work/claims.ts';
+import { childCapabilities } from '../core/work/lineage.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
 import { resolveEvidence } from './work-evidence.ts';
@@ -136,8 +138,34 @@ async function sessionHeaderOf(
   const parsed = parseRecord(startSessionSchema, input, 'session');
   if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
   if (parsed.handoff_receipt_ref !== undefined) await requireSessionReceipt(deps, project_id, parsed);
+  let capabilities = parsed.capabilities ?? {};
+  let workspace = parsed.workspace ?? null;
   if (parsed.parent_session_id !== undefined) {
-    await deps.store.getStream(sessionStream(project_id, parsed.parent_session_id));
+    const parent = await firstHeader(deps, sessionStream(project_id, parsed.parent_session_id));
+    const named = new Set(Object.keys((input as { capabilities?: object }).capabilities ?? {}));
+    capabilities = childCapabilities(
+      parent ?? {
+        session_id: parsed.parent_session_id,
+        parent_session_id: null,
+        capabilities: sessionCapabilitiesSchema.parse({}),
+      },
+      parsed.capabilities,
+      named,
+    );
+    // A child works in its parent's workspace, or in a folder inside it.
+    if (parent?.workspace != null) {
+      if (workspace === null) {
+        // Inherited, it must still be one this server lets sessions work in.
+        checkWorkspaceBoundary(deps, parent.workspace);
+        workspace = parent.workspace;
+      } else if (!workspaceChecker(parent.workspace)(workspace)) {
+        throw new BatonError(
+          'invalid_input',
+          `a child session works inside its parent's workspace ${JSON.stringify(parent.workspace)}, not in ${JSON.stringify(workspace)}`,
+          { rule: 'path_outside_workspace', workspace, parent_session_id: parent.session_id },
+        );
+      }
+    }
   }
   const header = sessionEntrySchemas.session_header.parse({
     schema: 'baton.session-header/v1',
@@ -146,12 +174,22 @@ async function sessionHeaderOf(
     contract_id: parsed.contract_id ?? null,
     work_item_id: parsed.work_item_id ?? null,
     work_mode: parsed.work_mode ?? (deps.work ?? defaultWorkConfig).default_mode,
-    workspace: parsed.workspace ?? null,
-    capabilities: parsed.capabilities ?? {},
+    workspace,
+    capabilities,
     ...(parsed.scope_id === undefined ? {} : { scope_id: parsed.scope_id }),
     ...(parsed.handoff_receipt_ref === undefined ? {} : { handoff_receipt_ref: parsed.handoff_receipt_ref }),
   });
   return header;
+}
+
+/** The header a session stream starts with (null for one started before headers); not_found without the stream. */
+async function firstHeader(deps: AppDeps, stream: StreamKey): Promise<SessionHeader | null> {
+  await deps.store.getStream(stream);
+  for await (const entry of deps.store.readStream(stream, { kinds: ['session_header'] })) {
+    const parsed = sessionEntrySchemas.session_header.safeParse(entry.content);
+    return parsed.success ? parsed.data : null;
+  }
+  return null;
 }
 
 function headerEntry(header: SessionHeader): EntryInput {
@@ -164,8 +202,8 @@ function headerEntry(header: SessionHeader): EntryInput {
 }
 
 /**
- * Start a session stream with its header; the same header again is a no-op, another one a
- * conflict. Starting a session that already has entries reopens it: its running items are
+ * Start a session stream with its header; the same header again (as read, its defaults
+ * included) is a no-op, another one a conflict. Starting a session that already has entries reopens it: its running items are
  * reconciled (reconcileWork).
  */
 export async function startSession(
@@ -182,7 +220,12 @@ export async function startSession(
       throw error;
     },
   );
-  await deps.store.append(stream, [headerEntry(header)]);
+  // A header written before some of its fields existed reads with their defaults: the same
+  // session asked for again is that header, not a conflict, though its stored bytes differ.
+  const stored = reopened ? await firstHeader(deps, stream) : null;
+  if (stored === null || canonicalJson(stored) !== canonicalJson(header)) {
+    await deps.store.append(stream, [headerEntry(header)]);
+  }
   if (reopened) await reconcileWork(deps, project_id, { session_id: header.session_id });
   return header;
 }
@@ -865,7 +908,7 @@ export async function transitionItem(
   return commitWork(
     deps,
     sessionStream(project_id, parsed.session_id),
-    ({ projection, recordedOperation }) => {
+    ({ projection, header, recordedOperation }) => {
       const replay = operationReplay(
         parsed,
         recordedOperation,
@@ -876,6 +919,9 @@ export async function transitionItem(
       const contract = target(projection, parsed.contract_id);
       requireRevision(contract, parsed.revision);
       const item = findItem(contract, parsed.item_id);
+      if (parsed.to === 'running' && !holdingClaims.has(item.status)) {
+        checkClaims(projection!, contract.contract_id, item.item_id, header?.workspace ?? null);
+      }
       return [itemChange(contract, item, parsed.to, parsed.reason ?? '', actor, parsed.operation_id)];
     },
   );
@@ -1032,19 +1078,27 @@ export async function retryItem(
   });
 }
 
-/** The state of a child session: whether it exists, and its first terminal marker if it has one. */
+/**
+ * The state of an item's child session: whether it exists as a child of `parent_session_id`, and
+ * its first terminal marker if it has one. A session whose header names another parent (or none)
+ * is no child of this one, whatever it recorded; one without a header (started before headers
+ * existed) is taken at its word.
+ */
 async function childSessionState(
   deps: AppDeps,
   project_id: string,
   session_id: string,
+  parent_session_id: string,
 ): Promise<ChildSessionState> {
   const stream = sessionStream(project_id, session_id);
+  let header: SessionHeader | null;
   try {
-    await deps.store.getStream(stream);
+    header = await firstHeader(deps, stream);
   } catch (error) {
     if (isBatonError(error, 'not_found') || isBatonError(error, 'invalid_input')) return { exists: false };
     throw error;
   }
+  if (header !== null && header.parent_session_id !== parent_session_id) return { exists: false };
   let terminal: TerminalStatus | null = null;
   for await (const entry of deps.store.readStream(stream, { kinds: ['terminal'] })) {
     const parsed = sessionEntrySchemas.terminal.safeParse(entry.content);
@@ -1082,7 +1136,7 @@ export async function reconcileWork(
         for (const item of contract.items) {
           const child = item.child_session_id;
           if (item.status !== 'running' || child === null || children.has(child)) continue;
-          const state = await childSessionState(deps, project_id, child);
+          const state = await childSessionState(deps, project_id, child, session_id);
           children.set(child, state);
           if (state.exists && state.terminal === 'completed') {
             const ref = { type: 'child_session' as const, session_id: child };

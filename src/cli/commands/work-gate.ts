@@ -84,7 +84,7 @@ ${databaseHelp}
     const hook = context.values.hook === true;
     const session_id = session(context);
     const max_blocks = whole(context.values, 'max-blocks', { min: 1, max: maxBlocksLimit });
-    if (hook) await hookInput();
+    const input = hook ? await hookInput() : {};
     const deps = await appDeps(context);
     let result: Awaited<ReturnType<typeof stopGate>> | undefined;
     const project_id = await context.project();
@@ -96,8 +96,20 @@ ${databaseHelp}
     } catch (error) {
       // A session that does not exist holds no managed work: nothing to gate. Said on stderr,
       // because a mistyped --session in a Stop hook would otherwise never block, silently.
-      if (!isBatonError(error, 'not_found')) throw error;
-      context.io.err(`warning: no session ${session_id} in project ${project_id}: nothing to gate\n`);
+      if (isBatonError(error, 'not_found')) {
+        context.io.err(`warning: no session ${session_id} in project ${project_id}: nothing to gate\n`);
+      } else if (hook && input.stop_hook_active !== true && isBatonError(error)) {
+        // Unattended, a gate that cannot decide fails closed: an exit code other than 0 or 2 lets
+        // the agent stop. Once only: when a hook already sent the agent back, the error ends the
+        // hook as any other (exit 1, on stderr for the person), so a lasting fault is no endless loop.
+        const reason =
+          `Baton work gate: it could not decide whether the managed work is verified (${error.code}: ${error.message}), ` +
+          'so it does not let the agent stop. This waits for a person: ask them to fix what the gate reports.';
+        context.io.out(`${JSON.stringify({ decision: 'block', reason })}\n`);
+        return;
+      } else {
+        throw error;
+      }
     }
     const blocked = result?.decision === 'block';
     const reasons = result?.decision === 'block' ? result.reasons.map((reason) => reason.message) : [];

@@ -2,7 +2,8 @@
  * The model's control block: one bounded `<work_contract revision="N">` text rebuilt from the
  * projection every turn and placed in the request tail, never stored in history, so compaction
  * never summarises or drops it. It carries ids, titles and statuses only, scrubbed of
- * anything that looks like a secret; never tool output. A terminal contract renders nothing.
+ * anything that looks like a secret; never tool output. A terminal contract renders nothing;
+ * another live contract (beside a branch) is named in one line.
  */
 import { scrubSecrets } from '../secrets.ts';
 import { prefix } from '../text.ts';
@@ -23,6 +24,31 @@ function line(text: string, max: number): string {
   return flat.length > max ? `${prefix(flat, max - 1)}…` : flat;
 }
 
+/** How many other live contracts the block names; more are counted. */
+const otherLimit = 5;
+
+/**
+ * One line for each other live contract (a branch was started beside it, or it beside a
+ * branch): its work is active too and the stop gate holds the agent to it, so it never leaves
+ * the model's context while it is live.
+ */
+function otherLive(projection: WorkProjection, shown: string): string[] {
+  const others = projection.contracts.filter(
+    (candidate) => candidate.contract_id !== shown && !terminalContractStatuses.has(candidate.status),
+  );
+  const lines = others.slice(0, otherLimit).map((other) => {
+    const required = new Set(
+      other.contract.items.filter((item) => item.required).map((item) => item.item_id),
+    );
+    const open = other.items.filter(
+      (item) => required.has(item.item_id) && item.status !== 'succeeded',
+    ).length;
+    return `Also live: ${other.contract_id} revision ${other.revision}, ${other.status}: ${open} required items unfinished`;
+  });
+  if (others.length > otherLimit) lines.push(`Also live: ${others.length - otherLimit} more contracts`);
+  return lines;
+}
+
 /** The control block for the live contract, or null when none is live. */
 export function renderControlBlock(projection: WorkProjection | null): string | null {
   const contract = activeContract(projection);
@@ -38,7 +64,12 @@ export function renderControlBlock(projection: WorkProjection | null): string | 
   );
   if (open.length > 0)
     head.push(`Awaiting input on: ${open.map((assumption) => assumption.assumption_id).join(', ')}`);
-  const tail = ['Rules:', ...rules.map((rule) => `- ${rule}`), '</work_contract>'];
+  const tail = [
+    ...otherLive(projection!, contract.contract_id),
+    'Rules:',
+    ...rules.map((rule) => `- ${rule}`),
+    '</work_contract>',
+  ];
   const budget = controlBlockLimit - [...head, ...tail].join('\n').length - 64;
   const items: string[] = ['Required items:'];
   let used = items[0]!.length + 1;
