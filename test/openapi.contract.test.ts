@@ -660,7 +660,9 @@ describe.each(servers)(
       });
       await run('/v1/work/context/prepare', { scope_id });
 
-      await h.call('POST', '/v1/sessions', { body: { session_id: 'p0' } });
+      // A child holds its parent's capabilities at most: the parent holds what the child names.
+      const capabilities = { write: true, tools: ['lint'], flows: ['deploy'], capabilities: ['net'] };
+      await h.call('POST', '/v1/sessions', { body: { session_id: 'p0', capabilities } });
       await run('/v1/sessions', {
         session_id: 's1',
         parent_session_id: 'p0',
@@ -668,7 +670,7 @@ describe.each(servers)(
         work_item_id: 'code',
         work_mode: 'managed',
         workspace,
-        capabilities: { write: true, tools: ['lint'], flows: ['deploy'], capabilities: ['net'] },
+        capabilities,
       });
       const s = '/v1/sessions/s1/work';
       // The work surface's own criteria: a shell one and an optional semantic one.

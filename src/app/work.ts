@@ -45,6 +45,7 @@ import {
 import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.ts';
 import { itemChange, readinessEvents, workEvent } from '../core/work/runtime.ts';
 import {
+  capabilitiesBeyond,
   sessionCapabilitiesSchema,
   sessionEntrySchemas,
   workModes,
@@ -105,8 +106,20 @@ async function sessionHeaderOf(
 ): Promise<SessionHeader> {
   const parsed = parseRecord(startSessionSchema, input, 'session');
   if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
-  if (parsed.parent_session_id !== undefined) {
-    await deps.store.getStream(sessionStream(project_id, parsed.parent_session_id));
+  // A child's capabilities are its parent's, narrowed: inherited when not given, never wider.
+  const parent =
+    parsed.parent_session_id === undefined
+      ? undefined
+      : (await readSessionHeader(deps, project_id, parsed.parent_session_id))?.capabilities;
+  if (parent !== undefined && parsed.capabilities !== undefined) {
+    const beyond = capabilitiesBeyond(sessionCapabilitiesSchema.parse(parsed.capabilities), parent);
+    if (beyond.length > 0) {
+      throw new BatonError(
+        'invalid_input',
+        `session rejected (capability_escalation): child session "${parsed.session_id}" would hold what its parent "${parsed.parent_session_id}" does not (${beyond.join(', ')})`,
+        { rule: 'capability_escalation', id: parsed.session_id, beyond },
+      );
+    }
   }
   const header = sessionEntrySchemas.session_header.parse({
     schema: 'baton.session-header/v1',
@@ -116,7 +129,7 @@ async function sessionHeaderOf(
     work_item_id: parsed.work_item_id ?? null,
     work_mode: parsed.work_mode ?? (deps.work ?? defaultWorkConfig).default_mode,
     workspace: parsed.workspace ?? null,
-    capabilities: parsed.capabilities ?? {},
+    capabilities: parsed.capabilities ?? parent ?? {},
   });
   return header;
 }

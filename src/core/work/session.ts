@@ -30,6 +30,20 @@ export const sessionCapabilitiesSchema = z.looseObject({
 });
 export type SessionCapabilities = z.output<typeof sessionCapabilitiesSchema>;
 
+/**
+ * What a child session's capabilities hold beyond its parent's (`write`, `tools: x`, …); empty
+ * when the child's are its parent's, narrowed. A child never gets more than its parent.
+ */
+export function capabilitiesBeyond(child: SessionCapabilities, parent: SessionCapabilities): string[] {
+  const beyond: string[] = [];
+  if (child.write && !parent.write) beyond.push('write');
+  for (const key of ['tools', 'flows', 'capabilities', 'owners'] as const) {
+    const held = new Set<string>(parent[key]);
+    for (const value of child[key]) if (!held.has(value)) beyond.push(`${key}: ${value}`);
+  }
+  return beyond;
+}
+
 export const sessionEntrySchemas = {
   session_header: recordSchema('baton.session-header/v1', {
     session_id: storedSessionIdSchema,
