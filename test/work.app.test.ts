@@ -400,6 +400,17 @@ for (const backend of backends) {
         'invalid_input',
         { rule: 'capability_escalation' },
       );
+      // A field left out is the parent's too.
+      const partial = await work.startSession(deps, 'acme', {
+        session_id: 'c-4',
+        parent_session_id: 'reader',
+        capabilities: { tools: [] },
+      });
+      expect(partial.capabilities).toMatchObject({
+        write: false,
+        tools: [],
+        owners: ['parent_agent', 'worker'],
+      });
       // Narrower is fine; anything the parent does not hold is an escalation, and nothing is written.
       await work.startSession(deps, 'acme', {
         session_id: 'c-2',

@@ -106,13 +106,19 @@ async function sessionHeaderOf(
 ): Promise<SessionHeader> {
   const parsed = parseRecord(startSessionSchema, input, 'session');
   if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
-  // A child's capabilities are its parent's, narrowed: inherited when not given, never wider.
+  // A child's capabilities are its parent's, narrowed: inherited where not given, never wider.
   const parent =
     parsed.parent_session_id === undefined
       ? undefined
       : (await readSessionHeader(deps, project_id, parsed.parent_session_id))?.capabilities;
-  if (parent !== undefined && parsed.capabilities !== undefined) {
-    const beyond = capabilitiesBeyond(sessionCapabilitiesSchema.parse(parsed.capabilities), parent);
+  // The fields a child names replace its parent's; those it leaves out are the parent's.
+  const named = input.capabilities;
+  const capabilities =
+    parent !== undefined && named !== undefined
+      ? sessionCapabilitiesSchema.parse({ ...parent, ...named })
+      : (parsed.capabilities ?? parent ?? {});
+  if (parent !== undefined && named !== undefined) {
+    const beyond = capabilitiesBeyond(sessionCapabilitiesSchema.parse(capabilities), parent);
     if (beyond.length > 0) {
       throw new BatonError(
         'invalid_input',
@@ -129,7 +135,7 @@ async function sessionHeaderOf(
     work_item_id: parsed.work_item_id ?? null,
     work_mode: parsed.work_mode ?? (deps.work ?? defaultWorkConfig).default_mode,
     workspace: parsed.workspace ?? null,
-    capabilities: parsed.capabilities ?? parent ?? {},
+    capabilities,
   });
   return header;
 }
