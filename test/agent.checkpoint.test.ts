@@ -180,6 +180,25 @@ describe('workspaceCheckpoint in a Git work tree', () => {
     expect(await checkpoint(root)).not.toBe(before);
   });
 
+  it("runs no command the work tree's own Git config names (core.fsmonitor), here or in a nested repository", async () => {
+    const root = await repo();
+    const nested = join(root, 'vendor/lib');
+    mkdirSync(nested, { recursive: true });
+    await git(nested, 'init', '--quiet');
+    write(nested, 'c.txt', 'gamma\n');
+    const before = await workspaceCheckpoint(root);
+    const marker = join(tempDir(), 'ran');
+    // What a process that may write the workspace (the agent being verified) could plant: git
+    // runs core.fsmonitor as a command on ls-files, outside any sandbox, as the server.
+    for (const at of [root, nested]) {
+      await git(at, 'config', 'core.fsmonitor', `echo ran >> '${marker}'; false`);
+    }
+    const after = await workspaceCheckpoint(root);
+    expect(() => readFileSync(marker, 'utf8')).toThrow(/ENOENT/);
+    // .git/config is not among the files a checkpoint covers, so the checkpoint is the same.
+    expect(after).toEqual(before);
+  });
+
   it('writes nothing: git status, the index and every file under .git stay as they were', async () => {
     const root = await repo();
     write(root, 'a.txt', 'changed\n');

@@ -21,6 +21,7 @@ import {
   probeSandbox,
   runSandboxed,
   sandboxHome,
+  sandboxHostname,
   type SandboxRequest,
   type SandboxResult,
 } from '../src/agent/sandbox.ts';
@@ -145,6 +146,25 @@ describe('a shell criterion cannot write', () => {
     } finally {
       rmSync(own, { recursive: true, force: true });
     }
+  });
+
+  it("into the kernel's settings under /proc/sys, even when Baton runs as root (root without capabilities may write them)", async () => {
+    // Checked with access(2), not written: kernel.core_pattern names a program the kernel runs
+    // as root, outside any sandbox, when a process dumps core.
+    const settings = [
+      '/proc/sys/kernel/core_pattern',
+      '/proc/sys/kernel/printk_ratelimit',
+      '/proc/sys/vm/swappiness',
+    ];
+    const result = ran(
+      await runSandboxed(
+        request(settings.map((file) => `[ -w ${file} ] && echo "writable ${file}"`).join('; ') + '; true'),
+      ),
+    );
+    expect(result).toMatchObject({ status: 'passed', stdout: '' });
+    // Still readable, and per-namespace settings read the sandbox's own.
+    const read = ran(await runSandboxed(request('cat /proc/sys/kernel/hostname')));
+    expect(read).toMatchObject({ status: 'passed', stdout: `${sandboxHostname}\n` });
   });
 
   it('anywhere that outlives the run: its /tmp and $HOME are private tmpfs', async () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -86,6 +86,40 @@ describe('SQLite on a file it may not write', () => {
       }
     } finally {
       immutable(path, false);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a new SQLite database', () => {
+  it('is readable by its owner only: the .baton folder 0700, the file and its -wal and -shm 0600, inline and with the writer thread', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-mode-'));
+    const previous = process.umask(0o022);
+    try {
+      for (const [name, open] of [
+        ['inline', openSqliteStore],
+        ['threaded', openThreadedSqliteStore],
+      ] as const) {
+        const folder = join(dir, name, '.baton');
+        const path = join(folder, 'baton.db');
+        const store = await open({ path });
+        await store.createProject('acme');
+        const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+        expect({
+          folder: mode(folder),
+          file: mode(path),
+          wal: mode(`${path}-wal`),
+          shm: mode(`${path}-shm`),
+        }).toEqual({
+          folder: '700',
+          file: '600',
+          wal: '600',
+          shm: '600',
+        });
+        await store.close();
+      }
+    } finally {
+      process.umask(previous);
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -379,6 +379,61 @@ for (const backend of backends) {
       );
     });
 
+    it("a child session's capabilities are its parent's, narrowed: inherited when not given, refused when wider", async () => {
+      const { deps } = await setup();
+      await work.startSession(deps, 'acme', {
+        session_id: 'reader',
+        capabilities: { write: false, tools: ['grep'], owners: ['parent_agent', 'worker'] },
+      });
+      // Not given: the parent's, so a read-only parent's child is read-only too.
+      const inherited = await work.startSession(deps, 'acme', {
+        session_id: 'c-1',
+        parent_session_id: 'reader',
+      });
+      expect(inherited.capabilities).toMatchObject({
+        write: false,
+        tools: ['grep'],
+        owners: ['parent_agent', 'worker'],
+      });
+      await expectBatonError(
+        work.createContract(deps, 'acme', { session_id: 'c-1', ...definition }, model),
+        'invalid_input',
+        { rule: 'capability_escalation' },
+      );
+      // A field left out is the parent's too.
+      const partial = await work.startSession(deps, 'acme', {
+        session_id: 'c-4',
+        parent_session_id: 'reader',
+        capabilities: { tools: [] },
+      });
+      expect(partial.capabilities).toMatchObject({
+        write: false,
+        tools: [],
+        owners: ['parent_agent', 'worker'],
+      });
+      // Narrower is fine; anything the parent does not hold is an escalation, and nothing is written.
+      await work.startSession(deps, 'acme', {
+        session_id: 'c-2',
+        parent_session_id: 'reader',
+        capabilities: { write: false, tools: [], owners: ['worker'] },
+      });
+      const wider: work.StartSessionInput['capabilities'][] = [
+        { write: true, tools: ['grep'], owners: ['worker'] },
+        { write: false, tools: ['grep', 'shell'], owners: ['worker'] },
+        { write: false, tools: ['grep'], owners: ['worker', 'human'] },
+        { write: false, tools: ['grep'], owners: ['worker'], capabilities: ['deploy'] },
+        { write: false, tools: ['grep'], owners: ['worker'], flows: ['release'] },
+      ];
+      for (const capabilities of wider) {
+        await expectBatonError(
+          work.startSession(deps, 'acme', { session_id: 'c-3', parent_session_id: 'reader', capabilities }),
+          'invalid_input',
+          { rule: 'capability_escalation' },
+        );
+        await expectBatonError(work.readWork(deps, 'acme', { session_id: 'c-3' }), 'not_found');
+      }
+    });
+
     it('child sessions record their parent, contract and work item (lineage)', async () => {
       const { deps } = await setup();
       const header = await work.startSession(deps, 'acme', {

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createToken, revokeToken } from '../src/app/auth.ts';
 import { createContract, type WorkSnapshot } from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
 import type { JsonValue } from '../src/core/json.ts';
@@ -280,6 +281,25 @@ describe('work event heartbeat', () => {
   });
 });
 
+describe('a quiet work event stream whose token is revoked', () => {
+  it('ends at its next heartbeat', async () => {
+    const opened = await backends[0]!.open();
+    const { app, deps, stream } = await heartbeatServer(opened.store, 50);
+    try {
+      const writer = (await deps.store.listTokens(project_id)).find((token) => token.label === 'writer')!;
+      await revokeToken(deps, project_id, writer.token_id);
+      const ended = await Promise.race([
+        stream.ended.then(() => 'ended'),
+        new Promise((done) => setTimeout(done, 3_000, 'open')),
+      ]);
+      expect(ended).toBe('ended');
+    } finally {
+      await app.close();
+      await opened.dispose();
+    }
+  });
+});
+
 describe('open work event streams per token', () => {
   it('refuses one stream more than the limit 429 too_many_requests, counts a web session as its token, and frees the slot when a stream ends', async () => {
     const h = await startHarness(backends[0]!, { maxStreamsPerToken: 2 });
@@ -422,3 +442,38 @@ describe.skipIf(!postgresUrl)(
     });
   },
 );
+
+describe('a work event stream whose credential ends', () => {
+  it('ends when its token is revoked, or its web session logs out, and sends nothing written after', async () => {
+    const h = await startHarness(backends[0]!);
+    try {
+      expect((await h.call('POST', '/v1/sessions', { body: { session_id: 's1' } })).status).toBe(200);
+      const doomed = await createToken(h.deps, { project_id, label: 'doomed' });
+      const byToken = await openSse(h.url, events, { authorization: `Bearer ${doomed.token}` });
+      const login = await h.call('POST', '/v1/session');
+      const session = {
+        cookie: login.headers.get('set-cookie')!.split(';')[0]!,
+        'x-csrf-token': login.body.csrf,
+      };
+      const byCookie = await openSse(h.url, events, session);
+      expect([byToken.status, byCookie.status]).toEqual([200, 200]);
+
+      await revokeToken(h.deps, project_id, doomed.token_id);
+      const logout = await h.call('DELETE', '/v1/session', { token: null, headers: session });
+      expect(logout.status).toBe(204);
+      await h.call('POST', `${work}/contracts`, { body: contractBody });
+
+      const ends = (stream: { ended: Promise<void> }) =>
+        Promise.race([
+          stream.ended.then(() => 'ended'),
+          new Promise((done) => setTimeout(done, 3_000, 'open')),
+        ]);
+      expect(await ends(byToken)).toBe('ended');
+      expect(await ends(byCookie)).toBe('ended');
+      expect(byToken.pending()).toEqual([]);
+      expect(byCookie.pending()).toEqual([]);
+    } finally {
+      await h.dispose();
+    }
+  });
+});

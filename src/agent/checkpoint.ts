@@ -96,11 +96,18 @@ function gitEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * Settings given on the command line, which win over the work tree's own `.git/config`: whoever
+ * may write the workspace (the agent being verified) writes that file too, and git runs
+ * `core.fsmonitor` as a command on `ls-files`, outside the sandbox, with the server's rights.
+ */
+const trustedConfig = ['-c', 'core.fsmonitor=false'];
+
 function git(root: string, args: readonly string[]): Promise<Buffer | undefined> {
   return new Promise((resolve) => {
     execFile(
       'git',
-      args,
+      [...trustedConfig, ...args],
       { cwd: root, env: gitEnv(), encoding: 'buffer', maxBuffer: 1024 * 1024 * 1024 },
       (error, stdout) => resolve(error ? undefined : stdout),
     );

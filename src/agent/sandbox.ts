@@ -94,6 +94,7 @@ const guardScript = [
   `[ -z "\${${guardVariable}+x}" ] || refuse "the environment was not cleared"`,
   '[ ! -w / ] || refuse "the root file system is writable"',
   '[ ! -w . ] || refuse "the working directory is writable"',
+  '[ ! -w /proc/sys/kernel/core_pattern ] || refuse "the kernel settings (/proc/sys) are writable"',
   'printf "%s%s" "$1" "$2" >&3',
   'exec 3>&-',
   'exec /bin/sh -c "$3"',
@@ -165,6 +166,13 @@ export function bwrapArguments(
     '/dev',
     '--proc',
     '/proc',
+    // The kernel's settings, read-only: root without capabilities may still write them (a
+    // server running as root), and kernel.core_pattern names a program the kernel runs as
+    // root, outside any sandbox. Bound from the host's /proc: a setting of a namespace
+    // (the hostname) still reads the reader's own.
+    '--ro-bind',
+    '/proc/sys',
+    '/proc/sys',
   ];
   const scratch = scratchFolders();
   for (const folder of scratch) args.push('--tmpfs', folder);

@@ -4,7 +4,9 @@
  * read, runs in the principal's project (a session of another project is simply not found) and
  * acts as the human behind the token. The event stream sends each work event of the session
  * with its ledger position as id: first those after the client's Last-Event-ID, then each new
- * one as the store reports a commit, without a gap or a duplicate.
+ * one as the store reports a commit, without a gap or a duplicate. The stream's credential is
+ * checked again before each event and at each heartbeat: revoking the token, or ending or
+ * outliving the web session, ends the stream.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../app/auth.ts';
@@ -16,7 +18,7 @@ import { sessionIdSchema } from '../core/ledger/names.ts';
 import { parseRecord } from '../core/records.ts';
 import { liveMessage } from '../core/work/live.ts';
 import type { Actor } from '../core/work/model.ts';
-import { guard, requestPrincipal } from './auth.ts';
+import { authenticateRequest, guard, requestPrincipal } from './auth.ts';
 import { refuseUnknownQuery } from './query.ts';
 import { eventStreams, heartbeatMs, type EventStreams, type SseFrame } from './sse.ts';
 import { mergeParams, workEndpoints, type WorkEndpoint, type WorkParam } from './work-api.ts';
@@ -146,13 +148,28 @@ function registerEvents(
         throw error;
       }
       const events = streams.open(reply);
+      // The credential is asked again before each event and at each heartbeat: a stream is a read
+      // like any other, and a revoked token or an ended web session reads nothing more.
+      const admitted = async (): Promise<boolean> => {
+        try {
+          return (await authenticateRequest(deps, request)).token_id === token_id;
+        } catch {
+          return false;
+        }
+      };
+      const recheck = setInterval(() => {
+        void admitted().then((yes) => yes || events.end());
+      }, catchUpMs);
+      recheck.unref();
       events.onEnd(() => {
+        clearInterval(recheck);
         following.abort();
         release();
       });
       void (async () => {
         try {
           for await (const entry of entries) {
+            if (!(await admitted())) break;
             if (!(await events.send(workFrame(entry)))) break;
           }
         } catch (error) {

@@ -2,8 +2,9 @@
  * The model's control block: one bounded `<work_contract revision="N">` text rebuilt from the
  * projection every turn and placed in the request tail, never stored in history, so compaction
  * never summarises or drops it. It carries ids, titles and statuses only, scrubbed of
- * anything that looks like a secret; never tool output. A terminal contract renders nothing;
- * another live contract (beside a branch) is named in one line.
+ * anything that looks like a secret and escaped so that stored text stays inside the block;
+ * never tool output. A terminal contract renders nothing; another live contract (beside a
+ * branch) is named in one line.
  */
 import { scrubSecrets } from '../secrets.ts';
 import { prefix } from '../text.ts';
@@ -19,8 +20,16 @@ const rules = [
   'only the verifier marks items succeeded; move finished items to ready_for_verification',
 ];
 
+/**
+ * Stored text on one line, scrubbed and escaped as XML text is (`&`, `<`, `>`): a title,
+ * objective or blocker can neither close the block nor open another one the model would read
+ * as Baton's.
+ */
 function line(text: string, max: number): string {
-  const flat = scrubSecrets(text.replace(/\s+/g, ' ').trim()).text;
+  const flat = scrubSecrets(text.replace(/\s+/g, ' ').trim())
+    .text.replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;');
   return flat.length > max ? `${prefix(flat, max - 1)}…` : flat;
 }
 

@@ -74,6 +74,15 @@ const itemWayForward: Partial<Record<WorkItemStatus, string>> = {
   skipped: ': the contract cannot complete until a revision makes it optional or drops it',
 };
 
+/**
+ * Stored text (a blocker, a status reason, a verdict's reason) as a reason quotes it: on one
+ * line and in JSON quotes, so that it reads as what was recorded and cannot add lines of its
+ * own to what the agent or a person is told (a Stop hook hands these to the agent).
+ */
+function quoted(text: string): string {
+  return JSON.stringify(text.replace(/\s+/g, ' ').trim());
+}
+
 function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[] {
   const reasons: GateReason[] = [];
   if (contract.status === 'draft') {
@@ -88,7 +97,7 @@ function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[]
     reasons.push({
       code: 'awaiting_input',
       id: contract.contract_id,
-      message: `the contract awaits input: ${contract.status_reason || 'answer its open assumptions'}`,
+      message: `the contract awaits input: ${contract.status_reason ? quoted(contract.status_reason) : 'answer its open assumptions'}`,
     });
   }
   const definitions = new Map(contract.contract.items.map((item) => [item.item_id, item]));
@@ -103,7 +112,7 @@ function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[]
     }
     const code = definitions.get(item.item_id)?.required ? itemReason[item.status] : undefined;
     if (code) {
-      const blocker = item.blocker ? ` (${item.blocker})` : '';
+      const blocker = item.blocker ? ` (${quoted(item.blocker)})` : '';
       reasons.push({
         code,
         id: item.item_id,
@@ -121,7 +130,7 @@ function reasonsFor(contract: ContractProjection, live: LiveState): GateReason[]
       reasons.push({
         code: 'criterion_unverified',
         id: criterion.criterion_id,
-        message: `required criterion "${criterion.criterion_id}" has ${result ? `verdict ${result.verdict}${result.reason ? `: ${result.reason}` : ''}` : 'no passing evidence yet'}`,
+        message: `required criterion "${criterion.criterion_id}" has ${result ? `verdict ${result.verdict}${result.reason ? `: ${quoted(result.reason)}` : ''}` : 'no passing evidence yet'}`,
       });
     } else if (
       criterion.stale ||

@@ -10,7 +10,7 @@
  * second connection, which sees committed data only, never a write still waiting for its COMMIT.
  * See docs/sqlite-durability.md.
  */
-import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Digest } from '../../core/canonical.ts';
@@ -185,10 +185,14 @@ function cannotOpen(path: string, error: unknown): unknown {
   );
 }
 
-/** Create the database folder; a `.baton` folder also gets a .gitignore, so a work tree stays clean. */
+/**
+ * Create the database folder; a `.baton` folder also gets a .gitignore, so a work tree stays
+ * clean. A folder created here is its owner's alone (0700): the database holds every project's
+ * records, which no other user of the machine reads.
+ */
 function prepareFolder(folder: string): void {
   try {
-    mkdirSync(folder, { recursive: true });
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
     throw new BatonError(
@@ -199,6 +203,20 @@ function prepareFolder(folder: string): void {
   }
   const ignore = join(folder, '.gitignore');
   if (basename(folder) === '.baton' && !existsSync(ignore)) writeFileSync(ignore, '*\n');
+}
+
+/**
+ * Create a database file that does not exist yet as its owner's alone (0600), whatever the
+ * umask: SQLite gives its -wal and -shm files the mode of the database file. An empty file is
+ * an empty database. An existing file keeps the mode it has.
+ */
+function createPrivateFile(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (error) {
+    // Already there (another process created it meanwhile): opened as it is.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
 }
 
 /** Open a store; a database that cannot be used rejects the promise, as every Store's open does. */
@@ -249,7 +267,10 @@ export class SqliteStore implements Store {
     this.privateFiles = options.path === ':memory:' ? [] : sqliteFiles(resolve(options.path));
     if (options.path !== ':memory:') prepareFolder(dirname(options.path));
     try {
-      if (options.path !== ':memory:' && existsSync(options.path)) accessSync(options.path, constants.W_OK);
+      if (options.path !== ':memory:') {
+        if (existsSync(options.path)) accessSync(options.path, constants.W_OK);
+        else createPrivateFile(options.path);
+      }
       this.#db = new DatabaseSync(options.path);
     } catch (error) {
       throw cannotOpen(options.path, error);
