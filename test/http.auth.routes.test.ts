@@ -5,7 +5,8 @@
  * matrix cannot classify fails it. Without a credential or with a bad one every guarded route is
  * 401; a read-only token is 403 on every write and reads; a session cookie without its CSRF token
  * opens nothing; another project's token never reaches this project's managed work. Nothing of
- * this project is written by any of it. Every route a client calls is in /v1/openapi.json.
+ * this project is written by any of it. A foreign Host or Origin is 403 on every route. Every
+ * route a client calls is in /v1/openapi.json.
  */
 /* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access -- reply bodies are parsed JSON, read only in assertions */
 import type * as FastifyModule from 'fastify';
@@ -17,6 +18,7 @@ import { eventsPath } from '../src/http/work-routes.ts';
 import {
   parseReply,
   project_id,
+  rawRequest,
   rival_project_id,
   snapshotHeads,
   startHarness,
@@ -190,6 +192,35 @@ for (const backend of backends) {
         })
         .map((route) => `${route.method} ${route.url}`);
       expect(missing).toEqual([]);
+    });
+
+    it('refuses a foreign Host or Origin on every route, public ones and /mcp included, before authentication', async () => {
+      const refusals: string[] = [];
+      for (const route of registeredRoutes()) {
+        for (const headers of [
+          { host: `evil.example:${h.port}` },
+          { host: `127.0.0.1:${h.port}`, origin: 'http://evil.example' },
+          { host: `127.0.0.1:${h.port}`, origin: 'null' },
+        ] as Record<string, string>[]) {
+          const reply = await rawRequest({
+            port: h.port,
+            method: route.method,
+            path: concretePath(route.url),
+            headers: { ...headers, authorization: `Bearer ${h.tokens.writer}` },
+          });
+          const code = route.method === 'HEAD' ? 'forbidden' : JSON.parse(reply.text).error?.code;
+          expect([route.method, route.url, headers, reply.status, code]).toEqual([
+            route.method,
+            route.url,
+            headers,
+            403,
+            'forbidden',
+          ]);
+          refusals.push(route.url);
+        }
+      }
+      expect(refusals.length).toBe(registeredRoutes().length * 3);
+      expect(await snapshotHeads(h.deps.store, project_id)).toEqual(before);
     });
 
     it('refuses every guarded route without a credential or with a bad one: 401, nothing written', async () => {
