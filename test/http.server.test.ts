@@ -1,7 +1,9 @@
 /**
  * The server's life: close() lets a request in flight finish, refuses new ones and leaves the
- * caller's store open; listening beyond loopback warns at start; a taken port fails cleanly.
+ * caller's store open, and does not wait for a connection that never sent a request; listening beyond loopback warns at start; a taken port fails cleanly.
  */
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppDeps } from '../src/app/deps.ts';
 import { BatonError } from '../src/core/errors.ts';
@@ -48,6 +50,23 @@ describe('server lifecycle', () => {
     expect(
       (await opened.store.getStream({ project_id: 'acme', kind: 'scope', scope_id: 'relay' })).head,
     ).toBe(1);
+  });
+
+  it('closes without waiting for a connection that never sent a request (a browser preconnect)', async () => {
+    const server = await startServer({ deps, port: 0, logger: false });
+    const silent = connect(Number(new URL(server.url).port), '127.0.0.1');
+    silent.on('error', () => {});
+    await once(silent, 'connect');
+    const ended = once(silent, 'close');
+    const started = Date.now();
+    const closed = await Promise.race([
+      server.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still open after 5 s'), 5_000)),
+    ]);
+    expect(closed).toBe('closed');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await ended;
+    silent.destroy();
   });
 
   it('warns at start when it listens beyond loopback', async () => {

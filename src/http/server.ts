@@ -4,7 +4,7 @@
  * mapping. buildApp makes the app without listening; startServer listens and returns how to
  * stop it. The caller owns deps.store: closing the server never closes the store.
  */
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { authenticateToken } from '../app/auth.ts';
@@ -67,13 +67,22 @@ export const defaultRequestTimeoutMs = 30_000;
 
 /**
  * Graceful close: a request in flight finishes, and its connection then closes instead of
- * idling in keep-alive and holding close() open. A request that arrives on an open connection
+ * idling in keep-alive and holding close() open; a connection that never sent a request is
+ * closed at once. A request that arrives on an open connection
  * meanwhile is answered 503 unavailable, in the one error envelope.
  */
 function closeGracefully(app: FastifyInstance): void {
   let closing = false;
+  // Connections that have not sent a byte carry no request, and Node's close would wait on them
+  // for ever (a browser's preconnected socket, a client's spare one): they are closed at once.
+  const connections = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
   app.addHook('preClose', async () => {
     closing = true;
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
   });
   app.addHook('onRequest', (_request, _reply, done) => {
     done(closing ? new BatonError('unavailable', 'the server is shutting down; retry shortly') : undefined);
