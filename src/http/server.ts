@@ -4,6 +4,7 @@
  * mapping. buildApp makes the app without listening; startServer listens and returns how to
  * stop it. The caller owns deps.store: closing the server never closes the store.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -67,22 +68,33 @@ export const defaultRequestTimeoutMs = 30_000;
 
 /**
  * Graceful close: a request in flight finishes, and its connection then closes instead of
- * idling in keep-alive and holding close() open; a connection that never sent a request is
- * closed at once. A request that arrives on an open connection
+ * idling in keep-alive and holding close() open; a connection with no request being answered
+ * on it (never sent one, or never finished its headers) is closed at once. A request that arrives on an open connection
  * meanwhile is answered 503 unavailable, in the one error envelope.
  */
 function closeGracefully(app: FastifyInstance): void {
   let closing = false;
-  // Connections that have not sent a byte carry no request, and Node's close would wait on them
-  // for ever (a browser's preconnected socket, a client's spare one): they are closed at once.
+  // Node stops timing requests out once the server closes, and its close waits on every
+  // connection: one that carries no request Baton is answering (a browser's preconnect, a
+  // request whose headers never end) would hold it open for as long as the client likes.
   const connections = new Set<Socket>();
+  const answering = new Map<Socket, number>();
   app.server.on('connection', (socket: Socket) => {
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const { socket } = request;
+    answering.set(socket, (answering.get(socket) ?? 0) + 1);
+    response.once('close', () => {
+      const left = (answering.get(socket) ?? 1) - 1;
+      if (left > 0) answering.set(socket, left);
+      else answering.delete(socket);
+    });
+  });
   app.addHook('preClose', async () => {
     closing = true;
-    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+    for (const socket of connections) if (!answering.has(socket)) socket.destroy();
   });
   app.addHook('onRequest', (_request, _reply, done) => {
     done(closing ? new BatonError('unavailable', 'the server is shutting down; retry shortly') : undefined);
