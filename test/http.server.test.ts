@@ -77,6 +77,30 @@ describe('server lifecycle', () => {
     await Promise.all(ended);
   });
 
+  it('keeps the request timeout while closing: a body that never ends does not hold close() open', async () => {
+    const server = await startServer({ deps, port: 0, logger: false, requestTimeoutMs: 500 });
+    const port = Number(new URL(server.url).port);
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    socket.write(
+      `POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${tokens.writer}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"session_id":',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const ended = once(socket, 'close');
+    const started = Date.now();
+    const closed = await Promise.race([
+      server.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still open after 5 s'), 5_000)),
+    ]);
+    socket.destroy();
+    expect(closed).toBe('closed');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await ended;
+    expect(await opened.store.listStreams('acme')).toEqual([]);
+  });
+
   it('warns at start when it listens beyond loopback', async () => {
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {

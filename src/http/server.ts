@@ -69,32 +69,39 @@ export const defaultRequestTimeoutMs = 30_000;
 /**
  * Graceful close: a request in flight finishes, and its connection then closes instead of
  * idling in keep-alive and holding close() open; a connection with no request being answered
- * on it (never sent one, or never finished its headers) is closed at once. A request that arrives on an open connection
+ * on it (never sent one, or never finished its headers) is closed at once, and a request whose
+ * body has not arrived within the request timeout has its connection closed. A request that arrives on an open connection
  * meanwhile is answered 503 unavailable, in the one error envelope.
  */
-function closeGracefully(app: FastifyInstance): void {
+function closeGracefully(app: FastifyInstance, requestTimeout: number): void {
   let closing = false;
   // Node stops timing requests out once the server closes, and its close waits on every
   // connection: one that carries no request Baton is answering (a browser's preconnect, a
-  // request whose headers never end) would hold it open for as long as the client likes.
+  // request whose headers never end) would hold it open for as long as the client likes, and
+  // so would a request whose body never ends. The first are closed at once; the last keep
+  // their request timeout.
   const connections = new Set<Socket>();
-  const answering = new Map<Socket, number>();
+  /** Requests being answered, with when each arrived. */
+  const answering = new Map<IncomingMessage, number>();
   app.server.on('connection', (socket: Socket) => {
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
   app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    const { socket } = request;
-    answering.set(socket, (answering.get(socket) ?? 0) + 1);
-    response.once('close', () => {
-      const left = (answering.get(socket) ?? 1) - 1;
-      if (left > 0) answering.set(socket, left);
-      else answering.delete(socket);
-    });
+    answering.set(request, Date.now());
+    response.once('close', () => answering.delete(request));
   });
   app.addHook('preClose', async () => {
     closing = true;
-    for (const socket of connections) if (!answering.has(socket)) socket.destroy();
+    const busy = new Set([...answering.keys()].map((request) => request.socket));
+    for (const socket of connections) if (!busy.has(socket)) socket.destroy();
+    for (const [request, arrived] of answering) {
+      if (request.complete) continue;
+      const left = Math.max(0, arrived + requestTimeout - Date.now());
+      setTimeout(() => {
+        if (!request.complete) request.socket.destroy();
+      }, left).unref();
+    }
   });
   app.addHook('onRequest', (_request, _reply, done) => {
     done(closing ? new BatonError('unavailable', 'the server is shutting down; retry shortly') : undefined);
@@ -169,7 +176,7 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   });
   guardHosts(app, () => hosts);
   refuseMalformedQuery(app);
-  closeGracefully(app);
+  closeGracefully(app, requestTimeout);
   installJsonParser(app);
   // No parsing hook: src/http/auth.ts reads the session cookie only when a request needs it.
   await app.register(fastifyCookie, { hook: false });
