@@ -220,6 +220,16 @@ for (const backend of backends) {
         }
       }
       expect(refusals.length).toBe(registeredRoutes().length * 3);
+      // The document says so for each route it lists, the public ones included.
+      const document = (await h.call('GET', '/v1/openapi.json', { token: null })).body as {
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
+      const undeclared = Object.entries(document.paths).flatMap(([path, methods]) =>
+        Object.entries(methods)
+          .filter(([, operation]) => operation.responses['403'] === undefined)
+          .map(([method]) => `${method} ${path}`),
+      );
+      expect(undeclared).toEqual([]);
       expect(await snapshotHeads(h.deps.store, project_id)).toEqual(before);
     });
 
