@@ -11,6 +11,9 @@ import type { AppDeps } from '../src/app/deps.ts';
 import { operations } from '../src/app/operations.ts';
 import { createClient, methodName, type BatonClient, type OperationId } from '../src/client/index.ts';
 import { systemClock } from '../src/core/clock.ts';
+import { defaultWorkConfig } from '../src/core/work/config.ts';
+import { openApiDocument } from '../src/http/openapi.ts';
+import { workEndpoints } from '../src/http/work-api.ts';
 import { startServer } from '../src/http/server.ts';
 import { rejection } from './helpers/errors.ts';
 import { tempSqliteStore } from './helpers/sqlite.ts';
@@ -90,6 +93,25 @@ describe('typed client', () => {
       ).toBe('function');
     }
     expect(methodName('list_experience_candidates')).toBe('listExperienceCandidates');
+  });
+
+  it('has a method for every operation of /v1/openapi.json a token calls', () => {
+    // The web login and logout are the page's (a cookie is no client credential); health and
+    // the document itself are not Baton operations.
+    const notForClients = new Set(['create_session', 'end_session', 'health', 'openapi']);
+    const document = openApiDocument(4680, defaultWorkConfig) as {
+      paths: Record<string, Record<string, { operationId: string }>>;
+    };
+    const ids = Object.values(document.paths)
+      .flatMap((methods) => Object.values(methods).map((operation) => operation.operationId))
+      .filter((operationId) => !notForClients.has(operationId));
+    expect(ids.length).toBe(operations.length + workEndpoints.length + 1);
+    for (const operationId of ids) {
+      expect(
+        typeof (client as unknown as Record<string, unknown>)[methodName(operationId)],
+        operationId,
+      ).toBe('function');
+    }
   });
 
   it('runs the whole relay: contract, handoff, commit, continue, ack, outcome, report', async () => {

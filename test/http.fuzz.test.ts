@@ -1,5 +1,5 @@
 /**
- * Fuzz over the write routes: at least 1,000 malformed bodies (unreadable text, JSON that is not
+ * Fuzz over the write routes, the registry's and the managed-work ones: at least 1,000 malformed bodies (unreadable text, JSON that is not
  * an object, valid bodies with a required field dropped, a field of the wrong type, or a field
  * that does not exist) must all answer 4xx with the error envelope, never 5xx, and write nothing.
  */
@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../src/app/operations.ts';
+import { workEndpoints } from '../src/http/work-api.ts';
 import {
   inputs,
   project_id,
@@ -18,6 +19,7 @@ import {
   type Workstream,
 } from './helpers/http.ts';
 import { backends } from './helpers/stores.ts';
+import { contractBody, revisedBody } from './helpers/work-surface.ts';
 
 /** What a field must be; a value of any other shape is wrong for it. */
 type Shape = 'string' | 'integer' | 'object' | 'array' | 'object-or-string';
@@ -123,6 +125,109 @@ function targets(w: Seeded): Target[] {
   ];
 }
 
+/** Session s1 has contract c1, confirmed (revision 1, item code ready); s2 has no contract yet. */
+const s1 = '/v1/sessions/s1/work';
+const item = (action: string) => `${s1}/items/code/${action}`;
+/** A body's session_id or item_id, when it names one, must be the path's: another shape is refused. */
+const inPath = { session_id: 'string' } as const;
+
+/** The managed-work write routes, by their path with the parameters filled in. */
+function workTargets(): Target[] {
+  return [
+    {
+      path: '/v1/sessions',
+      valid: { session_id: 'fuzz-session', work_mode: 'managed' },
+      fields: {
+        session_id: 'string',
+        parent_session_id: 'string',
+        contract_id: 'string',
+        work_item_id: 'string',
+        work_mode: 'string',
+        workspace: 'string',
+      },
+      required: ['session_id'],
+    },
+    {
+      path: '/v1/sessions/s2/work/contracts',
+      valid: { ...contractBody },
+      fields: {
+        ...inPath,
+        contract_id: 'string',
+        objective: 'string',
+        constraints: 'array',
+        assumptions: 'array',
+        criteria: 'array',
+        items: 'array',
+      },
+      required: ['objective', 'items'],
+    },
+    {
+      path: `${s1}/confirm`,
+      valid: { revision: 1 },
+      fields: { ...inPath, contract_id: 'string', revision: 'integer', resolutions: 'array' },
+      required: ['revision'],
+    },
+    {
+      path: `${s1}/revise`,
+      valid: { previous_revision: 1, ...revisedBody },
+      fields: {
+        ...inPath,
+        contract_id: 'string',
+        previous_revision: 'integer',
+        objective: 'string',
+        criteria: 'array',
+        assumptions: 'array',
+        items: 'array',
+        reason: 'string',
+      },
+      required: ['previous_revision', 'objective', 'items'],
+    },
+    { path: `${s1}/reconcile`, valid: {}, fields: inPath, required: [] },
+    {
+      path: item('transition'),
+      valid: { revision: 1, to: 'skipped', reason: 'fuzz' },
+      fields: { ...inPath, item_id: 'string', revision: 'integer', to: 'string', reason: 'string' },
+      required: ['revision', 'to'],
+    },
+    {
+      path: item('retry'),
+      valid: { reason: 'fuzz' },
+      fields: { ...inPath, item_id: 'string', contract_id: 'string', reason: 'string' },
+      required: [],
+    },
+    {
+      path: item('cancel'),
+      valid: { reason: 'fuzz' },
+      fields: { ...inPath, item_id: 'string', contract_id: 'string', reason: 'string' },
+      required: [],
+    },
+    {
+      path: item('reassign'),
+      valid: { owner: { type: 'human' } },
+      fields: { ...inPath, item_id: 'string', owner: 'object', child_session_id: 'string' },
+      required: ['owner'],
+    },
+    {
+      path: item('evidence'),
+      valid: { revision: 1, evidence: { type: 'child_session', session_id: 'fuzz-child' } },
+      fields: {
+        ...inPath,
+        item_id: 'string',
+        revision: 'integer',
+        evidence: 'object',
+        operation_id: 'string',
+      },
+      required: ['revision', 'evidence'],
+    },
+    {
+      path: `${s1}/items/cancel`,
+      valid: { item_ids: ['code', 'docs'], reason: 'fuzz' },
+      fields: { ...inPath, contract_id: 'string', item_ids: 'array', reason: 'string' },
+      required: ['item_ids'],
+    },
+  ];
+}
+
 /** A JSON value of a shape other than `shape`. */
 function wrongValue(shape: Shape): fc.Arbitrary<unknown> {
   const scalars: fc.Arbitrary<unknown>[] = [
@@ -183,11 +288,13 @@ function malformed(target: Target): fc.Arbitrary<Malformed> {
         fc.array(fc.jsonValue({ maxDepth: 2 })),
       )
       .map((value): Malformed => ({ kind: 'json', value })),
-    // A required field dropped.
-    fc.constantFrom(...target.required).map((field): Malformed => {
-      const rest = Object.fromEntries(Object.entries(target.valid).filter(([key]) => key !== field));
-      return { kind: 'json', value: rest };
-    }),
+    // A required field dropped (a route may have none: then a body that is not an object).
+    target.required.length === 0
+      ? fc.constant<Malformed>({ kind: 'json', value: [target.valid] })
+      : fc.constantFrom(...target.required).map((field): Malformed => {
+          const rest = Object.fromEntries(Object.entries(target.valid).filter(([key]) => key !== field));
+          return { kind: 'json', value: rest };
+        }),
     // One field of the wrong shape.
     fc
       .constantFrom(...names)
@@ -225,22 +332,39 @@ describe('fuzz: malformed bodies on every write route', () => {
       body: inputs.boundary('boundary-next', seeded.log),
     });
     w = { ...seeded, next_digest: next.body.digest as string };
+    for (const [path, body] of [
+      ['/v1/sessions', { session_id: 's1' }],
+      ['/v1/sessions', { session_id: 's2' }],
+      [`${s1}/contracts`, contractBody],
+    ] as const) {
+      expect((await h.call('POST', path, { body })).status).toBe(200);
+    }
   });
   afterAll(() => h.dispose());
 
-  it('covers every write operation of the registry', () => {
+  it('covers every write operation of the registry and every managed-work write', () => {
     const fuzzed = new Set(targets(w).map((target) => target.path));
     const writes = operations
       .filter((operation) => operation.access === 'write')
       .map((operation) => operation.path);
     expect([...fuzzed].sort()).toEqual([...writes].sort());
+    const route = (path: string) =>
+      path.replace(/\/s[12]\//, '/:session_id/').replace('/code/', '/:item_id/');
+    const work = workEndpoints
+      .filter((endpoint) => endpoint.access === 'write')
+      .map((endpoint) => endpoint.path);
+    expect(
+      workTargets()
+        .map((target) => route(target.path))
+        .sort(),
+    ).toEqual([...work].sort());
   });
 
-  it('answers 1,200 malformed bodies with 4xx and the error envelope, never 5xx, and writes nothing', async () => {
+  it('answers 2,000 malformed bodies with 4xx and the error envelope, never 5xx, and writes nothing', async () => {
     const before = await snapshotHeads(h.deps.store, project_id);
     const statuses = new Map<number, number>();
     let calls = 0;
-    const all = targets(w);
+    const all = [...targets(w), ...workTargets()];
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...all).chain((target) => malformed(target).map((body) => ({ target, body }))),
@@ -266,9 +390,9 @@ describe('fuzz: malformed bodies on every write route', () => {
             );
         },
       ),
-      { numRuns: 1200, seed: Number(process.env.FUZZ_SEED ?? 20261202) },
+      { numRuns: 2000, seed: Number(process.env.FUZZ_SEED ?? 20261202) },
     );
-    expect(calls).toBe(1200);
+    expect(calls).toBe(2000);
     expect([...statuses.keys()].every((status) => status === 400 || status === 422)).toBe(true);
     expect(statuses.get(400)).toBeGreaterThan(100);
     expect(statuses.get(422)).toBeGreaterThan(500);
@@ -277,12 +401,18 @@ describe('fuzz: malformed bodies on every write route', () => {
 
     // The bodies the fuzz broke were writable as they were: each valid one answers 200
     // (retraction last, as it makes the cited log unreadable).
-    const ordered = [...all].sort(
+    const ordered = targets(w).sort(
       (a, b) => Number(a.path.endsWith('retract')) - Number(b.path.endsWith('retract')),
     );
     for (const target of ordered) {
       const reply = await h.call('POST', target.path, { body: target.valid });
       expect([target.path, reply.status], reply.text).toEqual([target.path, 200]);
+    }
+    // Each managed-work body the fuzz broke passes the route's schema: whatever it answers is
+    // about the work's state (200, 404, 409, 412), never its input.
+    for (const target of workTargets()) {
+      const reply = await h.call('POST', target.path, { body: target.valid });
+      expect([200, 404, 409, 412], `${target.path}: ${reply.status} ${reply.text}`).toContain(reply.status);
     }
     expect(await snapshotHeads(h.deps.store, project_id)).not.toEqual(before);
   });

@@ -1,7 +1,9 @@
 /**
  * The server's life: close() lets a request in flight finish, refuses new ones and leaves the
- * caller's store open; listening beyond loopback warns at start; a taken port fails cleanly.
+ * caller's store open, and does not wait for a connection that carries no request; listening beyond loopback warns at start; a taken port fails cleanly.
  */
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppDeps } from '../src/app/deps.ts';
 import { BatonError } from '../src/core/errors.ts';
@@ -48,6 +50,55 @@ describe('server lifecycle', () => {
     expect(
       (await opened.store.getStream({ project_id: 'acme', kind: 'scope', scope_id: 'relay' })).head,
     ).toBe(1);
+  });
+
+  it('closes without waiting for a connection that sent no request, or never finished its headers', async () => {
+    const server = await startServer({ deps, port: 0, logger: false });
+    const port = Number(new URL(server.url).port);
+    // A browser's preconnect sends nothing; a slow client may stop in the middle of its headers.
+    const sockets = [];
+    for (const sent of ['', 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n']) {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      if (sent !== '') socket.write(sent);
+      sockets.push(socket);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const ended = sockets.map((socket) => once(socket, 'close'));
+    const started = Date.now();
+    const closed = await Promise.race([
+      server.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still open after 5 s'), 5_000)),
+    ]);
+    for (const socket of sockets) socket.destroy();
+    expect(closed).toBe('closed');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await Promise.all(ended);
+  });
+
+  it('keeps the request timeout while closing: a body that never ends does not hold close() open', async () => {
+    const server = await startServer({ deps, port: 0, logger: false, requestTimeoutMs: 500 });
+    const port = Number(new URL(server.url).port);
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    socket.write(
+      `POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${tokens.writer}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"session_id":',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const ended = once(socket, 'close');
+    const started = Date.now();
+    const closed = await Promise.race([
+      server.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still open after 5 s'), 5_000)),
+    ]);
+    socket.destroy();
+    expect(closed).toBe('closed');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await ended;
+    expect(await opened.store.listStreams('acme')).toEqual([]);
   });
 
   it('warns at start when it listens beyond loopback', async () => {

@@ -188,6 +188,68 @@ describe('baton work on the local store', () => {
     expect(retried.stdout).toContain('  code  ready  Change the form\n      owner parent_agent · attempt 2');
   });
 
+  it('attaches an evidence reference from a JSON file, with exit codes 0, 1 and 2', async () => {
+    ok(await baton('session', 'start', 's1'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=staging'));
+    writeFileSync(
+      join(dir, 'evidence.json'),
+      JSON.stringify({ type: 'child_session', session_id: 's1-kid' }),
+    );
+    const attached = ok(
+      await baton('work', 'evidence', 's1', 'code', '--revision', '1', '--file', 'evidence.json', '--json'),
+    );
+    const snapshot = JSON.parse(attached.stdout) as { position: number };
+    expect(snapshot).toMatchObject({
+      contract: {
+        items: [
+          { item_id: 'code', evidence_count: 1 },
+          { item_id: 'docs', evidence_count: 0 },
+        ],
+      },
+    });
+    // The same reference again is still one piece of evidence; another one is the item's second.
+    writeFileSync(
+      join(dir, 'tool.json'),
+      JSON.stringify({ type: 'tool_result', session_id: 's1', tool_use_id: 't1' }),
+    );
+    ok(await baton('work', 'evidence', 's1', 'code', '--revision', '1', '--file', 'evidence.json'));
+    const human = ok(await baton('work', 'evidence', 's1', 'code', '--revision', '1', '--file', 'tool.json'));
+    expect(human.stdout).toContain('      owner parent_agent · attempt 1 · required · evidence 2');
+    expect(human.stdout).toContain('      evidence: tool_result s1 t1 (unavailable: missing_entry)');
+    // Refused by the app (a stale revision, an unknown item): 1, with the code; nothing written.
+    const stale = await baton('work', 'evidence', 's1', 'code', '--revision', '2', '--file', 'evidence.json');
+    expect([stale.code, stale.stderr]).toEqual([1, expect.stringContaining('revision_conflict')]);
+    const unknown = await baton(
+      'work',
+      'evidence',
+      's1',
+      'nope',
+      '--revision',
+      '1',
+      '--file',
+      'evidence.json',
+    );
+    expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringContaining('not_found')]);
+    // A usage mistake: 2.
+    writeFileSync(join(dir, 'prose.json'), '"the tests pass"');
+    for (const args of [
+      ['s1', 'code', '--file', 'evidence.json'],
+      ['s1', 'code', '--revision', '1'],
+      ['s1', '--revision', '1', '--file', 'evidence.json'],
+      ['s1', 'code', '--revision', '1', '--file', 'prose.json'],
+    ]) {
+      expect((await baton('work', 'evidence', ...args)).code, args.join(' ')).toBe(2);
+    }
+    // A reference of no known type is the app's invalid_input: 1, naming the field.
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ type: 'hearsay' }));
+    const bad = await baton('work', 'evidence', 's1', 'code', '--revision', '1', '--file', 'bad.json');
+    expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining('invalid_input')]);
+    // The refusals wrote nothing: only the two attachments after the first.
+    const shown = JSON.parse(ok(await baton('work', 'show', 's1', '--json')).stdout) as { position: number };
+    expect(shown.position).toBe(snapshot.position + 2);
+  });
+
   it('binds a session to a workstream: its contract that ends records a Task Outcome covering the accepted receipt', async () => {
     ok(await baton('handoff', 'Fix the login redirect', '--scope', 'login-work'));
     ok(
@@ -447,6 +509,20 @@ describe('baton work against a server', () => {
       ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=staging', ...remote));
       ok(await baton('work', 'reassign', 's1', 'code', '--owner', 'human', ...remote));
       ok(await baton('work', 'cancel', 's1', 'docs', ...remote));
+      writeFileSync(join(dir, 'evidence.json'), JSON.stringify({ type: 'child_session', session_id: 'kid' }));
+      ok(
+        await baton(
+          'work',
+          'evidence',
+          's1',
+          'code',
+          '--revision',
+          '1',
+          '--file',
+          'evidence.json',
+          ...remote,
+        ),
+      );
       const shown = ok(await baton('work', 'show', 's1', '--json', ...remote));
       const expected = await readWork(deps, 'acme', { session_id: 's1' });
       expect(shown.stdout).toBe(`${JSON.stringify(expected, null, 2)}\n`);

@@ -539,6 +539,9 @@ for (const backend of backends) {
         owner: { type: 'human' },
         evidence_count: 1,
       });
+      // Nothing runs: reconciling changes nothing and answers the work as it is.
+      const reconciled = await client.reconcileWork({ session_id });
+      expect(reconciled.position).toBe(retried.position);
       const bulk = await client.cancelWorkItems({ session_id, item_ids: ['docs'] });
       expect(bulk.items).toEqual([{ item_id: 'docs', status: 'cancelled', position: bulk.work.position }]);
       const query = await client.queryWork({ session_ids: [session_id] });

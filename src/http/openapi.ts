@@ -52,6 +52,11 @@ const errorResponses = Object.fromEntries(
   ]),
 );
 
+/** What a route without authentication may still refuse: the Host/Origin guard, and the server's own limits. */
+const publicErrorResponses = Object.fromEntries(
+  ['400', '403', '408', '431', '500', '503'].map((status) => [status, errorResponses[status]]),
+);
+
 const security = [{ bearer: [] }, { session: [], csrf: [] }];
 
 function queryParameters(schema: JsonSchema): JsonSchema[] {
@@ -190,7 +195,7 @@ const fixedPaths = {
       operationId: 'health',
       summary: 'Liveness: {status: "ok"}; no authentication.',
       security: [],
-      responses: { '200': { description: 'the server is up' } },
+      responses: { '200': { description: 'the server is up' }, ...publicErrorResponses },
     },
   },
   '/v1/openapi.json': {
@@ -198,7 +203,7 @@ const fixedPaths = {
       operationId: 'openapi',
       summary: 'This document; no authentication.',
       security: [],
-      responses: { '200': { description: 'the OpenAPI 3.1 document' } },
+      responses: { '200': { description: 'the OpenAPI 3.1 document' }, ...publicErrorResponses },
     },
   },
   '/v1/session': {

@@ -4,7 +4,8 @@
  * mapping. buildApp makes the app without listening; startServer listens and returns how to
  * stop it. The caller owns deps.store: closing the server never closes the store.
  */
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import fastifyCookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { authenticateToken } from '../app/auth.ts';
@@ -67,13 +68,40 @@ export const defaultRequestTimeoutMs = 30_000;
 
 /**
  * Graceful close: a request in flight finishes, and its connection then closes instead of
- * idling in keep-alive and holding close() open. A request that arrives on an open connection
+ * idling in keep-alive and holding close() open; a connection with no request being answered
+ * on it (never sent one, or never finished its headers) is closed at once, and a request whose
+ * body has not arrived within the request timeout has its connection closed. A request that arrives on an open connection
  * meanwhile is answered 503 unavailable, in the one error envelope.
  */
-function closeGracefully(app: FastifyInstance): void {
+function closeGracefully(app: FastifyInstance, requestTimeout: number): void {
   let closing = false;
+  // Node stops timing requests out once the server closes, and its close waits on every
+  // connection: one that carries no request Baton is answering (a browser's preconnect, a
+  // request whose headers never end) would hold it open for as long as the client likes, and
+  // so would a request whose body never ends. The first are closed at once; the last keep
+  // their request timeout.
+  const connections = new Set<Socket>();
+  /** Requests being answered, with when each arrived. */
+  const answering = new Map<IncomingMessage, number>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    answering.set(request, Date.now());
+    response.once('close', () => answering.delete(request));
+  });
   app.addHook('preClose', async () => {
     closing = true;
+    const busy = new Set([...answering.keys()].map((request) => request.socket));
+    for (const socket of connections) if (!busy.has(socket)) socket.destroy();
+    for (const [request, arrived] of answering) {
+      if (request.complete) continue;
+      const left = Math.max(0, arrived + requestTimeout - Date.now());
+      setTimeout(() => {
+        if (!request.complete) request.socket.destroy();
+      }, left).unref();
+    }
   });
   app.addHook('onRequest', (_request, _reply, done) => {
     done(closing ? new BatonError('unavailable', 'the server is shutting down; retry shortly') : undefined);
@@ -148,7 +176,7 @@ export async function buildApp(options: ServeOptions): Promise<FastifyInstance> 
   });
   guardHosts(app, () => hosts);
   refuseMalformedQuery(app);
-  closeGracefully(app);
+  closeGracefully(app, requestTimeout);
   installJsonParser(app);
   // No parsing hook: src/http/auth.ts reads the session cookie only when a request needs it.
   await app.register(fastifyCookie, { hook: false });

@@ -1,6 +1,6 @@
 /**
  * Sessions and their managed work: `baton session start` and `baton work show | create |
- * confirm | revise | transition | retry | cancel | reassign`. Each calls one endpoint of the
+ * confirm | revise | transition | reconcile | retry | cancel | reassign | evidence`. Each calls one endpoint of the
  * work table, on a server through the typed client, or on the local store as the person at the
  * terminal (actor human "cli") with the `[work]` configuration of baton.toml. `--json` prints
  * the answer exactly (a WorkSnapshot, or the session header for `session start`).
@@ -431,6 +431,39 @@ ${commonHelp}`,
   },
 };
 
+const evidence: Command = {
+  positionals: true,
+  summary: 'attach an evidence reference (a tool result, receipt, child session, …) to a work item',
+  usage: `baton work evidence <session> <item> --revision N --file FILE [options]
+
+  SESSION ITEM          the session and the item id
+${revisionHelp}
+  --file FILE           JSON evidence reference {type, …} (docs/managed-work.md), or - for stdin
+${commonHelp}`,
+  examples: [
+    `baton work evidence fix-login tests --revision 2 --file evidence.json`,
+    `echo '{"type":"child_session","session_id":"fix-login-tests"}' | baton work evidence fix-login tests --revision 2 --file -`,
+  ],
+  fields: { revision: '--revision', evidence: '--file', item_id: 'ITEM' },
+  options: { ...options, revision: { type: 'string' }, file: { type: 'string' } },
+  async run(context) {
+    const [session_id, item_id] = positionals(context, ['SESSION', 'ITEM']);
+    const revision = whole(context.values, 'revision', { min: 1 });
+    if (revision === undefined) throw new UsageError('--revision is required');
+    const reference = await jsonFile(context, required(context.values, 'file'));
+    printWork(
+      context,
+      await callWork(context, 'attach_work_evidence', {
+        session_id,
+        item_id,
+        revision,
+        evidence: reference,
+        ...contract(context),
+      }),
+    );
+  },
+};
+
 export const sessionCommands: Record<string, Command> = { 'session start': sessionStart };
 
 export const workCommands: Record<string, Command> = {
@@ -447,5 +480,6 @@ export const workCommands: Record<string, Command> = {
   ),
   'work cancel': itemCommand('cancel_work_item', 'cancel', 'cancel a work item'),
   'work reassign': reassign,
+  'work evidence': evidence,
   'work watch': watch,
 };
