@@ -317,6 +317,42 @@ describe('baton work on the local store', () => {
     expect(continuity).toMatchObject({ outcome_state: 'covered', counts: { 'task-outcome': 1 } });
   });
 
+  it('shows several sessions in one query and cancels several items in one call, each entry answering for itself', async () => {
+    ok(await baton('session', 'start', 's1'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    ok(await baton('work', 'confirm', 's1', '--revision', '1', '--answer', 'db=staging'));
+    ok(await baton('session', 'start', 's2'));
+
+    const both = ok(await baton('work', 'show', 's1', 's2'));
+    expect(both.stdout).toContain('Session s1 · ledger position');
+    expect(both.stdout).toContain('Session s2 · ledger position 1\nNo work contract in this session.');
+    const missing = await baton('work', 'show', 's1', 'nobody', '--json');
+    expect(missing.code).toBe(1);
+    const answer = JSON.parse(missing.stdout) as { sessions: ({ session_id: string } & object)[] };
+    expect(answer.sessions.map((entry) => [entry.session_id, 'error' in entry])).toEqual([
+      ['s1', false],
+      ['nobody', true],
+    ]);
+    expect(missing.stderr).toContain('1 of 2 sessions were not read: session nobody:');
+    const many = await baton('work', 'show', ...Array.from({ length: 101 }, (_, i) => `s${i}`));
+    expect(many.code).toBe(2);
+    expect(many.stderr).toContain('at most 100');
+
+    const cancelled = await baton('work', 'cancel', 's1', 'code', 'docs', 'nope', '--reason', 'superseded');
+    expect(cancelled.code).toBe(1);
+    expect(cancelled.stdout).toContain('  code: cancelled (ledger position');
+    expect(cancelled.stdout).toContain('  docs: cancelled (ledger position');
+    expect(cancelled.stdout).toMatch(/ {2}nope: not cancelled: not_found: /);
+    expect(cancelled.stderr).toContain('1 of 3 items were not cancelled: item nope:');
+    const work = JSON.parse(ok(await baton('work', 'show', 's1', '--json')).stdout) as {
+      contract: { items: { item_id: string; status: string }[] };
+    };
+    expect(work.contract.items.map((item) => item.status)).toEqual(['cancelled', 'cancelled']);
+    expect((await baton('work', 'cancel', 's1')).code).toBe(2);
+    // Retrying stays one item at a time.
+    expect((await baton('work', 'retry', 's1', 'code', 'docs')).code).toBe(2);
+  });
+
   it('changes items with exit codes 0, 1 and 2 as the other commands', async () => {
     ok(await baton('session', 'start', 's1'));
     ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
@@ -396,7 +432,7 @@ describe('baton work on the local store', () => {
     const before = ok(await baton('ledger', 'export', 's1'));
     for (const args of [
       ['work', 'show'],
-      ['work', 'show', 's1', 'extra'],
+      ['work', 'reconcile', 's1', 'extra'],
       ['work', 'transition', 's1', 'code', '--to', 'finished', '--revision', '2'],
       ['work', 'transition', 's1', 'code', '--to', 'skipped'],
       ['work', 'confirm', 's1', '--revision', 'two'],
@@ -544,6 +580,19 @@ describe('baton work against a server', () => {
       const foreign = await baton('work', 'show', 's1', '--server', server.url, '--token', tokens.rival);
       expect(foreign.code).toBe(1);
       expect(foreign.stderr).toContain('not_found');
+      // The bulk endpoints, through the typed client too.
+      ok(await baton('session', 'start', 's2', ...remote));
+      const both = JSON.parse(ok(await baton('work', 'show', 's1', 's2', '--json', ...remote)).stdout) as {
+        sessions: { session_id: string; work?: unknown }[];
+      };
+      expect(both.sessions.map((entry) => [entry.session_id, 'work' in entry])).toEqual([
+        ['s1', true],
+        ['s2', true],
+      ]);
+      const bulk = await baton('work', 'cancel', 's1', 'code', 'nope', ...remote);
+      expect(bulk.code, bulk.stderr).toBe(1);
+      expect(bulk.stdout).toContain('  code: cancelled (ledger position');
+      expect(bulk.stderr).toContain('1 of 2 items were not cancelled: item nope:');
     } finally {
       await server.close();
       await opened.dispose();

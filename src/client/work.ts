@@ -18,14 +18,13 @@ import type {
 import { requireObject } from '../core/records.ts';
 import { checkedAnswer } from './errors.ts';
 import type { SessionHeader } from '../core/work/session.ts';
-import {
-  fillPath,
-  findWorkEndpoint,
-  type CancelItemsResult,
-  type cancelItemsFields,
-  type QueryWorkResult,
-  type queryWorkFields,
-} from '../http/work-api.ts';
+import type {
+  CancelItemsResult,
+  cancelItemsFields,
+  QueryWorkResult,
+  queryWorkFields,
+} from '../app/work-bulk.ts';
+import { fillPath, findWorkEndpoint } from '../http/work-api.ts';
 
 export type { WorkSnapshot } from '../app/work.ts';
 export type {
@@ -34,7 +33,7 @@ export type {
   EntryError,
   QueriedWork,
   QueryWorkResult,
-} from '../http/work-api.ts';
+} from '../app/work-bulk.ts';
 
 type Fields<Shape extends z.core.$ZodLooseShape> = z.input<z.ZodObject<Shape, z.core.$strict>>;
 

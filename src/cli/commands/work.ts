@@ -15,6 +15,13 @@ import { receiptRef } from '../refs.ts';
 import { workModes } from '../../core/work/session.ts';
 import { findWorkEndpoint, mergeParams } from '../../http/work-api.ts';
 import {
+  bulkLimit,
+  type CancelItemsResult,
+  type EntryError,
+  type QueryWorkResult,
+} from '../../app/work-bulk.ts';
+import { BatonError } from '../../core/errors.ts';
+import {
   list,
   oneOf,
   required,
@@ -195,17 +202,41 @@ ${transportHelp}`,
 const show: Command = {
   positionals: true,
   summary: "a session's projected work: objective, revision, items, owners, blockers, criteria, evidence",
-  usage: `baton work show <session> [--json] [options]
+  usage: `baton work show <session> [<session> ...] [--json] [options]
 
-  SESSION               the session id
-  --json                the WorkSnapshot exactly as GET /v1/sessions/{id}/work answers it
+  SESSION               the session id; several (at most ${bulkLimit}) are read in one query
+  --json                the WorkSnapshot exactly as GET /v1/sessions/{id}/work answers it; for
+                        several sessions, the answer of POST /v1/sessions/work/query
+                        ({sessions: [{session_id, work} | {session_id, error}]})
 ${configHelp}
 ${transportHelp}`,
-  examples: ['baton work show fix-login', 'baton work show fix-login --json'],
+  examples: [
+    'baton work show fix-login',
+    'baton work show fix-login --json',
+    'baton work show fix-login fix-login-tests docs-pass',
+  ],
   options: { ...transportOptions, ...configOption },
   async run(context) {
-    const [session_id] = positionals(context, ['SESSION']);
-    printWork(context, await callWork(context, 'get_work', { session_id }));
+    const session_ids = atLeast(context, 'SESSION', bulkLimit);
+    if (session_ids.length === 1) {
+      printWork(context, await callWork(context, 'get_work', { session_id: session_ids[0] }));
+      return;
+    }
+    const result = (await callWork(context, 'query_work', { session_ids })) as QueryWorkResult;
+    printBulk(
+      context,
+      result,
+      result.sessions.map((entry) => ({ name: `session ${entry.session_id}`, ...entry })),
+      'sessions were not read',
+      () =>
+        result.sessions
+          .map((entry) =>
+            'work' in entry
+              ? render.work(entry.work)
+              : `Session ${entry.session_id}: ${refusal(entry.error)}\n`,
+          )
+          .join('\n'),
+    );
   },
 };
 
@@ -363,30 +394,107 @@ function itemCommand(
   verb: string,
   summary: string,
 ): Command {
+  // Cancelling takes several items in one call (cancel_work_items); retrying takes one.
+  const bulk = operationId === 'cancel_work_item';
   return {
     positionals: true,
     summary,
-    usage: `baton work ${verb} <session> <item> [--reason TEXT] [options]
+    usage: `baton work ${verb} <session> <item>${bulk ? ' [<item> ...]' : ''} [--reason TEXT] [options]
 
-  SESSION ITEM          the session and the item id
+  SESSION ITEM          the session and the item id${
+    bulk
+      ? `; several items (at most ${bulkLimit}) are cancelled one by one in one call,
+                        each answering its own result`
+      : ''
+  }
   --reason TEXT         why
 ${commonHelp}`,
-    examples: [`baton work ${verb} fix-login tests --reason "flaky runner"`],
-    fields: { reason: '--reason', item_id: 'ITEM' },
+    examples: [
+      `baton work ${verb} fix-login tests --reason "flaky runner"`,
+      ...(bulk ? [`baton work ${verb} fix-login tests docs lint --reason "superseded by fix-login-2"`] : []),
+    ],
+    fields: { reason: '--reason', item_id: 'ITEM', item_ids: 'ITEM' },
     options: { ...options, reason: { type: 'string' } },
     async run(context) {
-      const [session_id, item_id] = positionals(context, ['SESSION', 'ITEM']);
-      printWork(
+      const [session_id, ...item_ids] = bulk
+        ? atLeast(context, 'SESSION', bulkLimit + 1, 'ITEM')
+        : positionals(context, ['SESSION', 'ITEM']);
+      if (item_ids.length === 1) {
+        printWork(
+          context,
+          await callWork(context, operationId, {
+            session_id,
+            item_id: item_ids[0],
+            ...reason(context),
+            ...contract(context),
+          }),
+        );
+        return;
+      }
+      const result = (await callWork(context, 'cancel_work_items', {
+        session_id,
+        item_ids,
+        ...reason(context),
+        ...contract(context),
+      })) as CancelItemsResult;
+      printBulk(
         context,
-        await callWork(context, operationId, {
-          session_id,
-          item_id,
-          ...reason(context),
-          ...contract(context),
-        }),
+        result,
+        result.items.map((entry) => ({ name: `item ${entry.item_id}`, ...entry })),
+        'items were not cancelled',
+        () =>
+          result.items
+            .map((entry) =>
+              'error' in entry
+                ? `  ${entry.item_id}: not cancelled: ${refusal(entry.error)}`
+                : `  ${entry.item_id}: cancelled (ledger position ${entry.position})`,
+            )
+            .join('\n') +
+          '\n\n' +
+          render.work(result.work),
       );
     },
   };
+}
+
+/** The positionals: the first named `first`, then at least one more (`rest`), at most `max` in all. */
+function atLeast(context: Context, first: string, max: number, rest?: string): string[] {
+  const given = context.positionals;
+  const needed = rest === undefined ? 1 : 2;
+  if (given.length < needed || given.length > max) {
+    const what = rest === undefined ? `one or more ${first}` : `${first} and one or more ${rest}`;
+    throw new UsageError(`give ${what}${given.length > max ? `, at most ${max} in all` : ''}`);
+  }
+  return [...given];
+}
+
+/** An entry's refusal in a bulk answer, as people read it. */
+function refusal(error: EntryError): string {
+  return `${error.code}: ${error.message}`;
+}
+
+/**
+ * A bulk answer: printed whole (as JSON, or each entry as people read it), then, when any entry
+ * was refused, exit 1 with the first refusal's code and every refused entry named.
+ */
+function printBulk(
+  context: Context,
+  result: unknown,
+  entries: readonly ({ readonly name: string } & ({ readonly error: EntryError } | object))[],
+  what: string,
+  human: () => string,
+): void {
+  context.print(result, human);
+  const refused = entries.flatMap((entry) =>
+    'error' in entry ? [{ name: entry.name, error: entry.error }] : [],
+  );
+  const first = refused[0];
+  if (first === undefined) return;
+  throw new BatonError(
+    first.error.code,
+    `${refused.length} of ${entries.length} ${what}: ${refused.map(({ name, error }) => `${name}: ${error.message}`).join('; ')}`,
+    first.error.details,
+  );
 }
 
 /** parent_agent | worker | human | tool:NAME | flow:NAME */
