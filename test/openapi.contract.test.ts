@@ -663,6 +663,8 @@ describe.each(servers)(
       // A child holds no more than its parent: p0 holds what s1 asks for.
       const capabilities = { write: true, tools: ['lint'], flows: ['deploy'], capabilities: ['net'] };
       await h.call('POST', '/v1/sessions', { body: { session_id: 'p0', capabilities } });
+      // And the contract and item the child's lineage names.
+      await h.call('POST', '/v1/sessions/p0/work/contracts', { body: contractBody });
       await run('/v1/sessions', {
         session_id: 's1',
         parent_session_id: 'p0',

@@ -435,7 +435,7 @@ for (const backend of backends) {
     });
 
     it('child sessions record their parent, contract and work item (lineage)', async () => {
-      const { deps } = await setup();
+      const { deps } = await withContract();
       const header = await work.startSession(deps, 'acme', {
         session_id: 'child-1',
         parent_session_id: 's-1',
@@ -463,6 +463,34 @@ for (const backend of backends) {
         work.startSession(deps, 'acme', { session_id: 'orphan', parent_session_id: 'nobody' }),
         'not_found',
       );
+      // The lineage names what the parent holds, or the child could not be traced from its item.
+      const before = (await deps.store.getStream({ project_id: 'acme', kind: 'session', session_id: 's-1' }))
+        .head;
+      for (const [lineage, path] of [
+        [{ contract_id: 'no-such-contract' }, 'contract_id'],
+        [{ contract_id: 'work-1', work_item_id: 'no-such-item' }, 'work_item_id'],
+        [{ work_item_id: 'no-such-item' }, 'work_item_id'],
+      ] as const) {
+        await expectBatonError(
+          work.startSession(deps, 'acme', { session_id: 'stray', parent_session_id: 's-1', ...lineage }),
+          'not_found',
+          { rule: 'unknown_lineage', issues: [{ path, message: expect.any(String) as string }] },
+        );
+      }
+      await expectBatonError(
+        deps.store.getStream({ project_id: 'acme', kind: 'session', session_id: 'stray' }),
+        'not_found',
+      );
+      expect(
+        (await deps.store.getStream({ project_id: 'acme', kind: 'session', session_id: 's-1' })).head,
+      ).toBe(before);
+      // The item in the parent's live contract, when the child names no contract.
+      await work.startSession(deps, 'acme', {
+        session_id: 'child-2',
+        parent_session_id: 's-1',
+        work_item_id: 'inspect',
+        capabilities: { write: false },
+      });
       // A read-only child cannot take on a writing item.
       await expectBatonError(
         work.createContract(deps, 'acme', { session_id: 'child-1', ...definition }, model),

@@ -129,6 +129,45 @@ async function requireSessionReceipt(
   await requireAcceptedReceipt(deps, project_id, ref, 'session');
 }
 
+/**
+ * A child's lineage names what its parent holds: the contract (the parent's live one when it
+ * names none) and, in it, the work item. Otherwise the child could not be traced from the
+ * parent's item to its evidence (the spec's "parent → child → evidence → verdict").
+ */
+async function requireLineage(
+  deps: AppDeps,
+  project_id: string,
+  child: { parent_session_id?: string; contract_id?: string; work_item_id?: string },
+): Promise<void> {
+  if (child.contract_id === undefined && child.work_item_id === undefined) return;
+  const parent_session_id = child.parent_session_id!;
+  const projection = (await load(deps, sessionStream(project_id, parent_session_id))).projector.projection();
+  const contract =
+    child.contract_id === undefined
+      ? activeContract(projection)
+      : projection?.contracts.find((candidate) => candidate.contract_id === child.contract_id);
+  const refuse = (path: string, message: string) => {
+    throw new BatonError('not_found', `session's ${path} names nothing: ${message}`, {
+      rule: 'unknown_lineage',
+      issues: [{ path, message }],
+    });
+  };
+  if (contract === undefined) {
+    return child.contract_id === undefined
+      ? refuse('work_item_id', `parent session ${parent_session_id} has no live contract to hold the item`)
+      : refuse('contract_id', `parent session ${parent_session_id} has no contract ${child.contract_id}`);
+  }
+  if (
+    child.work_item_id !== undefined &&
+    !contract.items.some((item) => item.item_id === child.work_item_id)
+  ) {
+    refuse(
+      'work_item_id',
+      `contract ${contract.contract_id} of ${parent_session_id} has no item ${child.work_item_id}`,
+    );
+  }
+}
+
 /** The header a session would start with: checked (its parent exists), not written. */
 async function sessionHeaderOf(
   deps: AppDeps,
@@ -142,6 +181,7 @@ async function sessionHeaderOf(
   let workspace = parsed.workspace ?? null;
   if (parsed.parent_session_id !== undefined) {
     const parent = await firstHeader(deps, sessionStream(project_id, parsed.parent_session_id));
+    await requireLineage(deps, project_id, parsed);
     const named = new Set(Object.keys((input as { capabilities?: object }).capabilities ?? {}));
     capabilities = childCapabilities(
       parent ?? {
