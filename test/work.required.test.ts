@@ -126,6 +126,18 @@ for (const backend of backends) {
   });
 }
 
+/** Session s-1 of project acme on the first backend, started by the model's contract work-1. */
+async function sessionWith(contract: Record<string, unknown>) {
+  const handle = await backends[0]!.open();
+  opened.push(handle);
+  await handle.store.createProject('acme');
+  const deps = { store: handle.store, clock: systemClock };
+  await work.createContract(deps, 'acme', { session_id: 's-1', contract_id: 'work-1', ...contract }, model, {
+    startSession: {},
+  });
+  return deps;
+}
+
 describe('path claims', () => {
   const claiming = {
     objective: 'change the loader and its docs',
@@ -139,25 +151,13 @@ describe('path claims', () => {
   };
 
   async function session() {
-    const handle = await backends[0]!.open();
-    opened.push(handle);
-    await handle.store.createProject('acme');
-    const deps = { store: handle.store, clock: systemClock };
-    await work.createContract(
-      deps,
-      'acme',
-      { session_id: 's-1', contract_id: 'work-1', ...claiming },
-      model,
-      {
-        startSession: {},
-      },
-    );
+    const deps = await sessionWith(claiming);
     const move = (
       item_id: string,
       to: 'running' | 'ready_for_verification' | 'blocked',
       actor: Actor = model,
     ) => work.transitionItem(deps, 'acme', { session_id: 's-1', revision: 1, item_id, to }, actor);
-    return { deps, store: handle.store, move };
+    return { deps, store: deps.store, move };
   }
 
   it('parallel disjoint items run concurrently', async () => {
@@ -272,19 +272,7 @@ describe('resuming after approval or input', () => {
   const runtime: Actor = { type: 'runtime', id: 'baton' };
 
   async function session() {
-    const handle = await backends[0]!.open();
-    opened.push(handle);
-    await handle.store.createProject('acme');
-    const deps = { store: handle.store, clock: systemClock };
-    await work.createContract(
-      deps,
-      'acme',
-      { session_id: 's-1', contract_id: 'work-1', ...definition },
-      model,
-      {
-        startSession: {},
-      },
-    );
+    const deps = await sessionWith(definition);
     const revise = (previous_revision: number) =>
       work.reviseContract(
         deps,
