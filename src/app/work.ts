@@ -482,14 +482,19 @@ export async function commitWork(
       return { stream, head: 0, header: newSession, projector: new WorkProjector(), starts: true };
     });
     const { projector } = loaded;
-    const endedBefore = new Set(
-      (projector.projection()?.contracts ?? [])
-        .filter((contract) => isEndedContractStatus(contract.status))
-        .map((contract) => contract.contract_id),
-    );
+    const projection = projector.projection();
+    // Only a bound session records the outcome of a contract that ends (src/app/work-outcome.ts).
+    const endedBefore =
+      loaded.header?.scope_id === undefined
+        ? undefined
+        : new Set(
+            (projection?.contracts ?? [])
+              .filter((contract) => isEndedContractStatus(contract.status))
+              .map((contract) => contract.contract_id),
+          );
     const decided = await decide({
       head: loaded.head,
-      projection: projector.projection(),
+      projection,
       header: loaded.header,
       config,
       recordedOperation: (operation_id) => projector.recordedOperation(operation_id),
@@ -526,13 +531,19 @@ export async function commitWork(
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
       continue;
     }
-    const ended = (projector.projection()?.contracts ?? []).filter(
+    const written = snapshot(stream, loaded.head + writes.length, projector);
+    if (endedBefore === undefined) return written;
+    const ended = (written.projection?.contracts ?? []).filter(
       (contract) => isEndedContractStatus(contract.status) && !endedBefore.has(contract.contract_id),
     );
     const warnings = await recordEndedContracts(deps, stream.project_id, loaded.header, ended);
-    const written = snapshot(stream, loaded.head + writes.length, projector);
-    return warnings.length === 0 ? written : { ...written, warnings: [...written.warnings, ...warnings] };
+    return withWarnings(written, warnings);
   }
+}
+
+/** The snapshot with warnings the projection cannot know of (an outcome not recorded) added. */
+function withWarnings(work: WorkSnapshot, warnings: readonly WorkWarning[]): WorkSnapshot {
+  return warnings.length === 0 ? work : { ...work, warnings: [...work.warnings, ...warnings] };
 }
 
 /** The header a session started with; null for a session started before headers existed. */
@@ -1195,9 +1206,7 @@ export async function reconcileWork(
     bound,
     reconciled.projection?.contracts ?? [],
   );
-  return warnings.length === 0
-    ? reconciled
-    : { ...reconciled, warnings: [...reconciled.warnings, ...warnings] };
+  return withWarnings(reconciled, warnings);
 }
 
 export async function cancelItem(
