@@ -12,6 +12,8 @@
 import type * as FastifyModule from 'fastify';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createToken } from '../src/app/auth.ts';
+import { listSessions } from '../src/app/work-list.ts';
+import { canonicalJson } from '../src/core/canonical.ts';
 import { operations, type Access } from '../src/app/operations.ts';
 import { workEndpoints } from '../src/http/work-api.ts';
 import { eventsPath } from '../src/http/work-routes.ts';
@@ -321,7 +323,12 @@ for (const backend of backends) {
         const reply = await send(h, route, bearer(h.tokens.rival), body);
         expect(reply.text, route.url).not.toContain('acme-private');
         const key = `${route.method} ${route.url}`;
-        if (reply.status === 404 && reply.body?.error?.code === 'not_found') outcomes[key] = 'not_found';
+        if (key === 'GET /v1/sessions' && reply.status === 200 && Array.isArray(reply.body?.sessions))
+          outcomes[key] =
+            canonicalJson(reply.body) === canonicalJson(await listSessions(h.deps, rival_project_id))
+              ? 'own_list'
+              : 'another_list';
+        else if (reply.status === 404 && reply.body?.error?.code === 'not_found') outcomes[key] = 'not_found';
         else if (reply.status === 200 && reply.body?.sessions?.[0]?.error?.code === 'not_found')
           outcomes[key] = 'error_entry';
         else if (reply.status === 200 && reply.body?.session_id === session_id) outcomes[key] = 'isolated';
@@ -330,11 +337,13 @@ for (const backend of backends) {
       const expected = Object.fromEntries(
         routes.map((route) => [
           `${route.method} ${route.url}`,
-          route.url === '/v1/sessions'
-            ? 'isolated'
-            : route.url === '/v1/sessions/work/query'
-              ? 'error_entry'
-              : 'not_found',
+          route.method === 'GET' && route.url === '/v1/sessions'
+            ? 'own_list'
+            : route.url === '/v1/sessions'
+              ? 'isolated'
+              : route.url === '/v1/sessions/work/query'
+                ? 'error_entry'
+                : 'not_found',
         ]),
       );
       expect(outcomes).toEqual(expected);

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { attachEvidence, readWork, startSession, transitionItem } from '../src/app/work.ts';
+import { listSessions } from '../src/app/work-list.ts';
 import { run } from '../src/cli/run.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { startServer } from '../src/http/server.ts';
@@ -353,6 +354,28 @@ describe('baton work on the local store', () => {
     expect((await baton('work', 'retry', 's1', 'code', 'docs')).code).toBe(2);
   });
 
+  it('lists the sessions newest first, each contract at a glance, and refuses an argument', async () => {
+    expect(ok(await baton('session', 'list')).stdout).toBe(
+      'No sessions yet: baton session start <session> starts one.\n',
+    );
+    ok(await baton('session', 'start', 's1', '--mode', 'managed'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    ok(await baton('session', 'start', 's2', '--parent', 's1'));
+    const text = ok(await baton('session', 'list')).stdout;
+    expect(text).toMatch(
+      /^2 sessions, newest first:\n\nSession s2 · mode direct · created \S+ · position 1\n {2}child of s1\n {2}no contract\n\nSession s1 · mode managed/,
+    );
+    expect(text).toContain(
+      '  contract c1 revision 1: awaiting_input · items: 2 proposed (of 2) · criteria: 0 of 2 passed\n',
+    );
+    const json = JSON.parse(ok(await baton('session', 'list', '--json')).stdout) as { total: number };
+    expect(json.total).toBe(2);
+    const extra = await baton('session', 'list', 's1');
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toContain('takes options only');
+  });
+
   it('changes items with exit codes 0, 1 and 2 as the other commands', async () => {
     ok(await baton('session', 'start', 's1'));
     ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
@@ -593,6 +616,13 @@ describe('baton work against a server', () => {
       expect(bulk.code, bulk.stderr).toBe(1);
       expect(bulk.stdout).toContain('  code: cancelled (ledger position');
       expect(bulk.stderr).toContain('1 of 2 items were not cancelled: item nope:');
+      // The list, through the typed client: the reader's token sees the project's sessions only.
+      const listed = ok(
+        await baton('session', 'list', '--json', '--server', server.url, '--token', tokens.reader),
+      );
+      expect(JSON.parse(listed.stdout)).toEqual(await listSessions(deps, 'acme'));
+      const rivals = ok(await baton('session', 'list', '--server', server.url, '--token', tokens.rival));
+      expect(rivals.stdout).toBe('No sessions yet: baton session start <session> starts one.\n');
     } finally {
       await server.close();
       await opened.dispose();

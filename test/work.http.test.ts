@@ -156,6 +156,12 @@ for (const backend of backends) {
         warnings: [],
         control_block: null,
       });
+      const listed = await get('/v1/sessions');
+      expect(listed.status, listed.text).toBe(200);
+      expect(listed.body).toMatchObject({
+        sessions: [{ session_id: 's1', position: 1, work_mode: 'direct', contract: null, error: null }],
+        total: 1,
+      });
 
       // A body may repeat the path's session id.
       const created = expectOk(await post(`${s}/contracts`, { ...contractBody, session_id: 's1' }));

@@ -54,7 +54,7 @@ export interface CancelItemsResult {
 }
 
 /** A refusal as one entry of a bulk answer; anything else is not the entry's to answer. */
-function entryError(error: unknown): EntryError {
+export function entryError(error: unknown): EntryError {
   if (!(error instanceof BatonError)) throw error;
   return { code: error.code, message: error.message, details: error.data };
 }

@@ -141,7 +141,9 @@ async function requireLineage(
 ): Promise<void> {
   if (child.contract_id === undefined && child.work_item_id === undefined) return;
   const parent_session_id = child.parent_session_id!;
-  const projection = (await load(deps, sessionStream(project_id, parent_session_id))).projector.projection();
+  const projection = (
+    await loadSession(deps, sessionStream(project_id, parent_session_id))
+  ).projector.projection();
   const contract =
     child.contract_id === undefined
       ? activeContract(projection)
@@ -272,14 +274,15 @@ export async function startSession(
 
 // ---- reading ----
 
-interface Loaded {
+export interface LoadedSession {
   readonly stream: StreamKey;
   readonly head: number;
   readonly header: SessionHeader | null;
   readonly projector: WorkProjector;
 }
 
-async function load(deps: AppDeps, stream: StreamKey): Promise<Loaded> {
+/** A session stream read once: its first header and its work projected to the head read first. */
+export async function loadSession(deps: AppDeps, stream: StreamKey): Promise<LoadedSession> {
   const { head } = await deps.store.getStream(stream);
   const projector = new WorkProjector();
   let header: SessionHeader | null = null;
@@ -324,7 +327,7 @@ export async function readWork(
   input: { session_id: string },
 ): Promise<WorkSnapshot> {
   const session_id = parseRecord(sessionIdSchema, input?.session_id, 'session_id');
-  const loaded = await load(deps, sessionStream(project_id, session_id));
+  const loaded = await loadSession(deps, sessionStream(project_id, session_id));
   return snapshot(loaded.stream, loaded.head, loaded.projector);
 }
 
@@ -477,7 +480,7 @@ export async function commitWork(
 ): Promise<WorkSnapshot> {
   const config = deps.work ?? defaultWorkConfig;
   for (let attempt = 1; ; attempt += 1) {
-    const loaded = await load(deps, stream).catch((error: unknown) => {
+    const loaded = await loadSession(deps, stream).catch((error: unknown) => {
       if (newSession === undefined || !isBatonError(error, 'not_found')) throw error;
       return { stream, head: 0, header: newSession, projector: new WorkProjector(), starts: true };
     });
@@ -552,7 +555,7 @@ export async function readSessionHeader(
   project_id: string,
   session_id: string,
 ): Promise<SessionHeader | null> {
-  return (await load(deps, sessionStream(project_id, session_id))).header;
+  return (await loadSession(deps, sessionStream(project_id, session_id))).header;
 }
 
 function validationContext(header: SessionHeader | null, config: WorkConfig): ValidationContext {

@@ -6,6 +6,7 @@
  * Progress is what the ledger projects, never prose.
  */
 import type { WorkSnapshot } from '../app/work.ts';
+import type { ListSessionsResult } from '../app/work-list.ts';
 import type { SessionHeader } from '../core/work/session.ts';
 import { unreadableEventName, type WorkEventMessage } from '../core/work/live.ts';
 import {
@@ -173,6 +174,39 @@ export function session(header: SessionHeader): string {
       `  bound to workstream ${header.scope_id}: each contract that ends records its Task Outcome there` +
         (header.handoff_receipt_ref ? `, covering receipt ${header.handoff_receipt_ref.source_id}` : ''),
   );
+}
+
+function tally(counts: Readonly<Partial<Record<string, number>>>): string {
+  return Object.entries(counts)
+    .map(([name, count]) => `${count} ${name.replaceAll('_', ' ')}`)
+    .join(', ');
+}
+
+/** The project's sessions, newest first: one short block each, from its summary alone. */
+export function sessions(result: ListSessionsResult): string {
+  if (result.total === 0) return lines('No sessions yet: baton session start <session> starts one.');
+  const blocks = result.sessions.map((listed) => {
+    const { contract } = listed;
+    return lines(
+      `Session ${listed.session_id} · ${listed.work_mode === null ? 'no header' : `mode ${listed.work_mode}`} · created ${listed.created_at} · position ${listed.position}`,
+      listed.error !== null && `  cannot be projected: ${listed.error.code}: ${listed.error.message}`,
+      listed.parent_session_id !== null && `  child of ${listed.parent_session_id}`,
+      listed.scope_id !== null && `  bound to workstream ${listed.scope_id}`,
+      listed.terminal !== null && `  ended ${listed.terminal.status} at position ${listed.terminal.position}`,
+      contract === null
+        ? listed.error === null && '  no contract'
+        : `  contract ${contract.contract_id} revision ${contract.revision}: ${contract.status}` +
+            ` · items: ${contract.items.total === 0 ? 'none' : `${tally(contract.items.by_status)} (of ${contract.items.total})`}` +
+            ` · criteria: ${contract.criteria.passed} of ${contract.criteria.total} passed`,
+      contract !== null && `  objective: ${contract.objective}`,
+      listed.contracts > 1 && `  ${listed.contracts} contracts in all`,
+    );
+  });
+  const shown =
+    result.total > result.sessions.length
+      ? `The newest ${result.sessions.length} of ${result.total} sessions:`
+      : `${result.total} session${result.total === 1 ? '' : 's'}, newest first:`;
+  return `${shown}\n\n${blocks.join('\n')}`;
 }
 
 function because(reason: string): string {

@@ -24,6 +24,7 @@ import type {
   QueryWorkResult,
   queryWorkFields,
 } from '../app/work-bulk.ts';
+import type { ListSessionsResult } from '../app/work-list.ts';
 import { fillPath, findWorkEndpoint } from '../http/work-api.ts';
 
 export type { WorkSnapshot } from '../app/work.ts';
@@ -34,6 +35,8 @@ export type {
   QueriedWork,
   QueryWorkResult,
 } from '../app/work-bulk.ts';
+export type { ListedSession, ListSessionsResult } from '../app/work-list.ts';
+export type { ContractSummary, SessionSummary } from '../core/work/summary.ts';
 
 type Fields<Shape extends z.core.$ZodLooseShape> = z.input<z.ZodObject<Shape, z.core.$strict>>;
 
@@ -49,6 +52,8 @@ export type QueryWorkInput = Fields<typeof queryWorkFields>;
 export type CancelWorkItemsInput = Fields<typeof cancelItemsFields>;
 
 export interface WorkMethods {
+  /** GET /v1/sessions: the project's sessions, newest first, each summarized. */
+  listSessions(): Promise<ListSessionsResult>;
   /** POST /v1/sessions: the session's header. */
   startSession(input: StartSessionInput): Promise<SessionHeader>;
   /** GET /v1/sessions/{session_id}/work: the projected snapshot. */
@@ -93,6 +98,7 @@ export function workMethods(request: Request, origin: string): WorkMethods {
       return checkedAnswer(endpoint.output, answer, operationId, origin) as never;
     };
   return {
+    listSessions: () => call('list_sessions')({}),
     startSession: call('start_session'),
     getWork: call('get_work'),
     createWork: call('create_work'),

@@ -44,11 +44,13 @@ import {
   type CancelItemsResult,
   type QueryWorkResult,
 } from '../app/work-bulk.ts';
+import { listSessions, listedSessionsLimit, type ListSessionsResult } from '../app/work-list.ts';
 import { errorEnvelopeSchema } from '../core/api.ts';
 import { BatonError } from '../core/errors.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { echoed } from '../core/text.ts';
-import type { Actor } from '../core/work/model.ts';
+import { contractStatuses, verdicts, workItemStatuses, type Actor } from '../core/work/model.ts';
+import { terminalStatuses, workModes } from '../core/work/session.ts';
 
 export type WorkParam = 'session_id' | 'item_id';
 
@@ -62,6 +64,41 @@ const queryWorkOutput = z.object({
       ]),
     )
     .readonly(),
+});
+
+const count = z.number().int().min(0);
+const listSessionsOutput = z.object({
+  sessions: z
+    .array(
+      z.object({
+        session_id: z.string(),
+        created_at: z.string(),
+        position: count,
+        parent_session_id: z.string().nullable(),
+        work_mode: z.enum(workModes).nullable(),
+        scope_id: z.string().nullable(),
+        terminal: z.object({ status: z.enum(terminalStatuses), position: count }).nullable(),
+        contracts: count,
+        contract: z
+          .object({
+            contract_id: z.string(),
+            revision: count,
+            status: z.enum(contractStatuses),
+            objective: z.string(),
+            items: z.object({ total: count, by_status: z.partialRecord(z.enum(workItemStatuses), count) }),
+            criteria: z.object({
+              total: count,
+              passed: count,
+              by_verdict: z.partialRecord(z.enum(verdicts), count),
+            }),
+          })
+          .nullable(),
+        error: entryErrorSchema.nullable(),
+      }),
+    )
+    .readonly(),
+  total: count,
+  limit: count,
 });
 
 const cancelItemsOutput = z.object({
@@ -107,6 +144,20 @@ const item = ['session_id', 'item_id'] as const;
 const itemPath = (action: string) => `/v1/sessions/:session_id/work/items/:item_id/${action}`;
 
 export const workEndpoints: readonly WorkEndpoint[] = [
+  {
+    operationId: 'list_sessions',
+    method: 'GET',
+    path: '/v1/sessions',
+    params: [],
+    summary:
+      `The project's sessions, newest first (at most ${listedSessionsLimit}), each summarized from its own projection: ` +
+      'its header, its terminal marker, and its live contract (else its newest) with items per status and criteria per verdict. ' +
+      'A session whose ledger cannot be projected is listed with its error.',
+    access: 'read',
+    fields: {},
+    output: listSessionsOutput,
+    run: (deps, project_id) => listSessions(deps, project_id),
+  },
   {
     operationId: 'start_session',
     method: 'POST',
@@ -264,6 +315,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
 export type BulkSchemasFit = [
   Check<Fits<QueryWorkResult, typeof queryWorkOutput>>,
   Check<Fits<CancelItemsResult, typeof cancelItemsOutput>>,
+  Check<Fits<ListSessionsResult, typeof listSessionsOutput>>,
 ];
 
 export function findWorkEndpoint(operationId: string): WorkEndpoint | undefined {

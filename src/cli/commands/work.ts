@@ -20,6 +20,7 @@ import {
   type EntryError,
   type QueryWorkResult,
 } from '../../app/work-bulk.ts';
+import { listedSessionsLimit, type ListSessionsResult } from '../../app/work-list.ts';
 import { BatonError } from '../../core/errors.ts';
 import {
   list,
@@ -196,6 +197,25 @@ ${transportHelp}`,
       ...(handoff_receipt_ref === undefined ? {} : { handoff_receipt_ref }),
     });
     context.print(header, () => render.session(header as SessionHeader));
+  },
+};
+
+const sessionList: Command = {
+  summary: "the project's sessions, newest first: mode, lineage, binding and each one's contract at a glance",
+  usage: `baton session list [--json] [options]
+
+  --json                the answer of GET /v1/sessions exactly: {sessions, total, limit}, each
+                        session summarized (docs/http-api.md, "The list")
+
+At most ${listedSessionsLimit} sessions are listed, the newest; the answer says how many there are in all.
+A session whose ledger cannot be projected is listed with its error.
+${configHelp}
+${transportHelp}`,
+  examples: ['baton session list', 'baton session list --json'],
+  options: { ...transportOptions, ...configOption },
+  async run(context) {
+    const result = (await callWork(context, 'list_sessions', {})) as ListSessionsResult;
+    context.print(result, () => render.sessions(result));
   },
 };
 
@@ -572,7 +592,10 @@ ${commonHelp}`,
   },
 };
 
-export const sessionCommands: Record<string, Command> = { 'session start': sessionStart };
+export const sessionCommands: Record<string, Command> = {
+  'session start': sessionStart,
+  'session list': sessionList,
+};
 
 export const workCommands: Record<string, Command> = {
   'work show': show,
