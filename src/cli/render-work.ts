@@ -9,60 +9,16 @@ import type { WorkSnapshot } from '../app/work.ts';
 import type { ListSessionsResult } from '../app/work-list.ts';
 import type { SessionHeader } from '../core/work/session.ts';
 import { unreadableEventName, type WorkEventMessage } from '../core/work/live.ts';
-import {
-  workEventSchema,
-  type CriterionKind,
-  type EvidenceAvailability,
-  type EvidenceRef,
-  type WorkEvent,
-  type WorkOwner,
-} from '../core/work/model.ts';
+import { workEventSchema, type EvidenceAvailability, type WorkEvent } from '../core/work/model.ts';
 import type { ContractProjection, CriterionState } from '../core/work/projector.ts';
+import {
+  criterionKindText as kind,
+  evidenceRefText as reference,
+  ownerText as owner,
+} from '../core/work/describe.ts';
 
 function lines(...parts: (string | false | null | undefined)[]): string {
   return `${parts.filter((part): part is string => typeof part === 'string').join('\n')}\n`;
-}
-
-export function owner(value: WorkOwner): string {
-  return value.type === 'tool' || value.type === 'flow' ? `${value.type}:${value.name}` : value.type;
-}
-
-function kind(value: CriterionKind): string {
-  switch (value.type) {
-    case 'shell':
-      return `shell: ${value.command}`;
-    case 'file_exists':
-      return `file exists: ${value.path}`;
-    case 'file_contains':
-      return `file ${value.path} contains ${JSON.stringify(value.pattern)}`;
-    case 'tool_succeeded':
-      return `tool succeeded: ${value.tool}`;
-    case 'flow_completed':
-      return `flow completed: ${value.flow}`;
-    case 'external_receipt':
-      return `external receipt: ${value.integration}`;
-    case 'semantic':
-      return `semantic: ${value.statement}`;
-  }
-}
-
-/** A reference in a few words: its type and what it names. */
-function reference(ref: EvidenceRef): string {
-  switch (ref.type) {
-    case 'ledger_entry':
-    case 'receipt':
-      return `${ref.type} ${ref.session_id} entry ${ref.entry_id}`;
-    case 'tool_result':
-      return `${ref.type} ${ref.session_id} ${ref.tool_use_id}`;
-    case 'checkpoint_diff':
-      return `${ref.type} ${ref.session_id} ${ref.from_seq}..${ref.to_seq}`;
-    case 'flow_node':
-      return `${ref.type} ${ref.flow} run ${ref.run_id} node ${ref.node_id}`;
-    case 'child_session':
-      return `${ref.type} ${ref.session_id}`;
-    case 'external_operation':
-      return `${ref.type} ${ref.integration} ${ref.operation_id}`;
-  }
 }
 
 /** Nothing for a reference that resolved; otherwise why not, or that it was never checked. */

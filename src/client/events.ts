@@ -7,7 +7,7 @@
  * with `details.after` set to the last position received, where a new call resumes.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { batonApiHeader, batonApiVersion } from '../core/api.ts';
+import { batonApiHeader, batonApiVersion } from '../core/api-header.ts';
 import { BatonError } from '../core/errors.ts';
 import type { LiveEventName, WorkEventMessage } from '../core/work/live.ts';
 import type { WorkEvent } from '../core/work/model.ts';
@@ -36,7 +36,11 @@ export const defaultIdleTimeoutMs = 45_000;
 /** What the events reader needs of its client. */
 export interface EventsConnection {
   readonly base: URL;
-  readonly token: string;
+  /**
+   * The headers that authenticate the stream: `authorization` with a bearer token for the typed
+   * client; the web page sends its CSRF secret instead, beside its session cookie.
+   */
+  readonly credentials: Readonly<Record<string, string>>;
   readonly fetch: typeof fetch;
   /** How long the server may take to start answering. */
   readonly timeoutMs: number;
@@ -113,7 +117,7 @@ export async function* workEvents(
       response = await connection.fetch(url, {
         signal: AbortSignal.any([stop.signal, answerTimeout]),
         headers: {
-          authorization: `Bearer ${connection.token}`,
+          ...connection.credentials,
           accept: 'text/event-stream',
           'last-event-id': String(last),
         },

@@ -223,6 +223,10 @@ export function createClient(options: ClientOptions): BatonClient {
   }
   Object.assign(client, workMethods(request, base.origin));
   client.workEvents = (input: WorkEventsInput, events?: WorkEventsOptions) =>
-    workEvents({ base, token: options.token, fetch: send, timeoutMs }, input, events);
+    workEvents(
+      { base, credentials: { authorization: `Bearer ${options.token}` }, fetch: send, timeoutMs },
+      input,
+      events,
+    );
   return client as unknown as BatonClient;
 }

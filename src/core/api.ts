@@ -1,12 +1,7 @@
 import { z } from 'zod';
 import { errorCodes, type ErrorData } from './errors.ts';
 
-/**
- * The header every answer of a Baton server carries: the typed client refuses a successful
- * answer without it (another server on that address), rather than read it as a Baton result.
- */
-export const batonApiHeader = 'baton-api';
-export const batonApiVersion = 'v1';
+export { batonApiHeader, batonApiVersion } from './api-header.ts';
 
 /** Where `baton serve` listens unless told otherwise: loopback only (the issue's default). */
 export const defaultHost = '127.0.0.1';

@@ -7,6 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { createToken } from '../../src/app/auth.ts';
 import type { OperationResult } from '../../src/client/types.ts';
 import type { WorkContinuity } from '../../src/core/continuity/projection.ts';
@@ -198,6 +199,50 @@ export async function newPage(
   });
   page.on('pageerror', (error) => problems.errors.push(`page: ${error.message}`));
   return { context, page, problems };
+}
+
+export interface BrowserSuite {
+  /** This test's server. */
+  readonly web: WebServer;
+  /** A fresh browser context and page at a viewport (desktop by default), closed after the test. */
+  readonly open: (viewport?: {
+    width: number;
+    height: number;
+  }) => Promise<{ page: Page; problems: PageProblems }>;
+}
+
+/**
+ * Registers a describe block's hooks: one browser for the block, a fresh server for each test,
+ * and every page `open` made closed after its test.
+ */
+export function browserSuite(): BrowserSuite {
+  let browser: Browser;
+  let web: WebServer;
+  let closers: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser.close();
+  });
+  beforeEach(async () => {
+    web = await startWeb();
+  });
+  afterEach(async () => {
+    for (const close of closers) await close();
+    closers = [];
+    await web.dispose();
+  });
+  return {
+    get web() {
+      return web;
+    },
+    open: async (viewport = desktop) => {
+      const { context, page, problems } = await newPage(browser, viewport);
+      closers.push(() => context.close());
+      return { page, problems };
+    },
+  };
 }
 
 /** Open the page and log in with the token (by default the server's), as a person would. */

@@ -2,49 +2,27 @@
  * The page as a whole in Chromium against a real server: login, the project view, the Markdown
  * view, inert text, CSP and CSRF, both layouts, labels, keyboard operation and visible focus.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { contentSecurityPolicy } from '../../src/http/static.ts';
 import {
+  browserSuite,
   desktop,
-  launchBrowser,
   logIn,
-  newPage,
   openWorkspace,
   phone,
   screenshot,
-  startWeb,
   type PageProblems,
   type WebServer,
 } from './harness.ts';
 
 describe('the Handoff Report page', () => {
-  let browser: Browser;
+  const suite = browserSuite();
+  const { open } = suite;
   let web: WebServer;
-  let closers: (() => Promise<void>)[] = [];
-
-  beforeAll(async () => {
-    browser = await launchBrowser();
+  beforeEach(() => {
+    web = suite.web;
   });
-  afterAll(async () => {
-    await browser.close();
-  });
-  beforeEach(async () => {
-    web = await startWeb();
-  });
-  afterEach(async () => {
-    for (const close of closers) await close();
-    closers = [];
-    await web.dispose();
-  });
-
-  async function open(
-    viewport: { width: number; height: number } = desktop,
-  ): Promise<{ page: Page; problems: PageProblems }> {
-    const { context, page, problems } = await newPage(browser, viewport);
-    closers.push(() => context.close());
-    return { page, problems };
-  }
 
   /** Log in, open a workstream and follow its "Read as Markdown" link: the Markdown shown. */
   async function readMarkdown(

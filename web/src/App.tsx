@@ -5,7 +5,7 @@
  * visible and nothing on screen is unsent or running.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import { api as makeApi, ApiError, login } from './api.ts';
+import { api as makeApi, ApiError, login, refreshIntervalMs } from './api.ts';
 import { isEdited, type CardDraft } from './draft.ts';
 import { failureText } from './failure.ts';
 import { isLocale, localeNames, locales, MessagesContext, type Locale, type Messages } from './i18n.ts';
@@ -25,9 +25,9 @@ import {
   type TabSession,
 } from './session.ts';
 import type { HandoffReport, WebSession } from './types.ts';
+import { SessionsView } from './SessionsView.tsx';
+import { SessionWork } from './SessionWork.tsx';
 import { Workspace } from './Workspace.tsx';
-
-export const refreshIntervalMs = 5000;
 
 function initialLocale(): Locale {
   const saved = localStorage.getItem('baton.locale');
@@ -91,7 +91,9 @@ export function App() {
     localStorage.setItem('baton.locale', locale);
   }, [locale, t]);
 
-  const scope = route.view === 'project' ? null : route.scope_id;
+  /** The managed-work views load their own data: the report is neither shown nor reloaded there. */
+  const onWork = route.view === 'sessions' || route.view === 'session';
+  const scope = route.view === 'workspace' || route.view === 'markdown' ? route.scope_id : null;
   const scopeForms = scope === null ? undefined : forms[scope];
   const shownRevision =
     scope === null ? 0 : (report?.workstreams.find((w) => w.scope_id === scope)?.selection.revision ?? 0);
@@ -109,6 +111,8 @@ export function App() {
           : null;
   const pauseRef = useRef<Pause>(pause);
   pauseRef.current = pause;
+  const onWorkRef = useRef(onWork);
+  onWorkRef.current = onWork;
   const workspaceRef = useRef<string | null>(null);
   workspaceRef.current = route.view === 'workspace' ? route.scope_id : null;
 
@@ -184,12 +188,19 @@ export function App() {
     void load('user');
   }, [load]);
 
+  // Back from a managed-work view, whose time the report did not follow: load it at once.
+  const wasOnWork = useRef(onWork);
+  useEffect(() => {
+    if (wasOnWork.current && !onWork) void load('user');
+    wasOnWork.current = onWork;
+  }, [onWork, load]);
+
   // The five-second refresh: only while logged in, visible and not paused; it changes no control.
   useEffect(() => {
     if (!client) return;
     let timer = 0;
     const tick = async () => {
-      if (pauseRef.current === null) await load('background');
+      if (pauseRef.current === null && !onWorkRef.current) await load('background');
       timer = window.setTimeout(() => void tick(), refreshIntervalMs);
     };
     timer = window.setTimeout(() => void tick(), refreshIntervalMs);
@@ -279,11 +290,21 @@ export function App() {
           </span>
         )}
         {session && (
+          <nav className="views" aria-label={t.appTitle}>
+            <a href={href({ view: 'project' })} aria-current={onWork ? undefined : 'page'}>
+              {t.workstreams}
+            </a>
+            <a href={href({ view: 'sessions' })} aria-current={onWork ? 'page' : undefined}>
+              {t.managedWork}
+            </a>
+          </nav>
+        )}
+        {session && !onWork && (
           <span className="refresh" role="status" data-pause={pause ?? 'none'}>
             {status}
           </span>
         )}
-        {session && (
+        {session && !onWork && (
           <button type="button" onClick={() => void load('user')}>
             {t.refreshNow}
           </button>
@@ -312,7 +333,7 @@ export function App() {
           <Login onLogin={onLogin} ended={ended} />
         ) : (
           <>
-            {loadError !== null && (
+            {loadError !== null && !onWork && (
               <p className="error" role="alert">
                 {t.loadFailed}: {failureText(t, loadError)}
               </p>
@@ -339,6 +360,15 @@ export function App() {
             )}
             {route.view === 'markdown' && (
               <MarkdownView api={client} scope_id={route.scope_id} through={route.through} />
+            )}
+            {route.view === 'sessions' && <SessionsView api={client} />}
+            {route.view === 'session' && (
+              <SessionWork
+                key={route.session_id}
+                api={client}
+                session_id={route.session_id}
+                readOnly={session.read_only}
+              />
             )}
           </>
         )}

@@ -4,6 +4,9 @@
  * the server failed): the request may or may not have taken effect, so a caller retries the
  * same idempotent request rather than a new one.
  */
+import { workEvents } from '../../src/client/events.ts';
+import { BatonError } from '../../src/core/errors.ts';
+import type { WorkEventMessage } from '../../src/core/work/live.ts';
 import type {
   AcknowledgeInput,
   AcknowledgeResult,
@@ -11,12 +14,20 @@ import type {
   CommitResult,
   HandoffReport,
   HandoffResolution,
+  ListSessionsResult,
   OutcomeInput,
   OutcomeResult,
   PreparedResult,
   WebSession,
+  WorkSnapshot,
   WorkstreamReport,
 } from './types.ts';
+
+/** How often a view that is not live reloads while its tab is visible. */
+export const refreshIntervalMs = 5000;
+
+/** How long the server may take to start answering an event stream. */
+const streamStartMs = 30_000;
 
 export class ApiError extends Error {
   readonly status: number;
@@ -113,7 +124,42 @@ export function api(csrf: string, onUnauthorized: () => void) {
     }
   };
   const post = <T>(path: string, body: unknown) => call<T>('POST', path, { body });
+  const session = (session_id: string) => `/v1/sessions/${encodeURIComponent(session_id)}`;
+  const item = (session_id: string, item_id: string, action: 'cancel' | 'retry') =>
+    `${session(session_id)}/work/items/${encodeURIComponent(item_id)}/${action}`;
   return {
+    sessions: () => call<ListSessionsResult>('GET', '/v1/sessions', {}),
+    work: (session_id: string) => call<WorkSnapshot>('GET', `${session(session_id)}/work`, {}),
+    cancelItem: (session_id: string, contract_id: string, item_id: string) =>
+      post<WorkSnapshot>(item(session_id, item_id, 'cancel'), { contract_id }),
+    retryItem: (session_id: string, contract_id: string, item_id: string) =>
+      post<WorkSnapshot>(item(session_id, item_id, 'retry'), { contract_id }),
+    /**
+     * A session's work events after a position, as the typed client reads them (the same reader):
+     * the cookie and the CSRF secret authenticate the stream. It ends with a BatonError when the
+     * server refuses it or the stream breaks off; the caller then reloads the snapshot.
+     */
+    async *followWork(
+      session_id: string,
+      after: number,
+      options: { signal: AbortSignal; onOpen?: () => void },
+    ): AsyncGenerator<WorkEventMessage, void, undefined> {
+      try {
+        yield* workEvents(
+          {
+            base: new URL('/', location.href),
+            credentials: { 'x-csrf-token': csrf },
+            fetch: (url, init) => fetch(url, { ...init, credentials: 'same-origin', cache: 'no-store' }),
+            timeoutMs: streamStartMs,
+          },
+          { session_id, after },
+          options,
+        );
+      } catch (error) {
+        if (error instanceof BatonError && error.code === 'unauthorized') onUnauthorized();
+        throw error;
+      }
+    },
     report: () => call<HandoffReport>('GET', '/v1/work/report', {}),
     workstream: (scope_id: string, frozen?: { through?: number; position?: number }) =>
       call<WorkstreamReport>('GET', `/v1/work/report${query({ scope_id, ...frozen })}`, {}),

@@ -9,6 +9,16 @@ import type { HandoffReport, RevisionSummary, WorkstreamReport } from '../../src
 import type { Disposition, PreparedHandoff } from '../../src/core/handoff/prepared.ts';
 import type { EvidenceCheck, HandoffResolution } from '../../src/core/handoff/resolution.ts';
 import type { SourceRef } from '../../src/core/ledger/source.ts';
+import type { WorkSnapshot } from '../../src/app/work.ts';
+import type { ListedSession, ListSessionsResult } from '../../src/app/work-list.ts';
+import type {
+  EvidenceAvailability,
+  EvidenceRef,
+  WorkCriterion,
+  WorkItemDefinition,
+  WorkItemStatus,
+} from '../../src/core/work/model.ts';
+import type { ContractProjection, CriterionState, WorkItemState } from '../../src/core/work/projector.ts';
 
 export type {
   Disposition,
@@ -21,6 +31,17 @@ export type {
   TimelineEvent,
   WorkContinuity,
   WorkstreamReport,
+  WorkSnapshot,
+  ListedSession,
+  ListSessionsResult,
+  ContractProjection,
+  CriterionState,
+  WorkItemState,
+  WorkItemDefinition,
+  WorkItemStatus,
+  WorkCriterion,
+  EvidenceRef,
+  EvidenceAvailability,
 };
 
 export type BoundaryInput = OperationInput<'handoff_current_work'>;

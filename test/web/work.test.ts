@@ -1,0 +1,269 @@
+/**
+ * The managed-work view in Chromium against a real server: the sessions list, one session's
+ * work as the ledger projects it (objective, revision, item status, owner, child session,
+ * blocker, criteria with verdicts, evidence links), live updates from changes another client
+ * makes, reconnection after the stream breaks (the snapshot reloaded, the change made meanwhile
+ * shown), a person's cancel and retry, a read-only session, an unknown session, inert stored
+ * text and the phone layout.
+ */
+import type { Page } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { createToken } from '../../src/app/auth.ts';
+import { transitionItem, type WorkSnapshot } from '../../src/app/work.ts';
+import type { WorkItemStatus } from '../../src/core/work/model.ts';
+import { logIn, phone, project_id, screenshot, type WebServer, browserSuite } from './harness.ts';
+
+const hostile = '<img src=x onerror="window.__hacked=1">';
+
+/** A session with contract c1: inspect (ready) then implement (after it), one criterion each. */
+async function seedSession(web: WebServer, session_id = 'fix-login'): Promise<WorkSnapshot> {
+  await web.client.post('/v1/sessions', { session_id, work_mode: 'managed' });
+  return web.client.post<WorkSnapshot>(`/v1/sessions/${session_id}/work/contracts`, {
+    contract_id: 'c1',
+    objective: `Fix the login redirect ${hostile}`,
+    constraints: [{ constraint_id: 'no-db', text: 'no schema change' }],
+    criteria: [
+      {
+        criterion_id: 'notes',
+        statement: 'the redirect is mapped',
+        kind: { type: 'file_exists', path: 'notes.md' },
+      },
+      {
+        criterion_id: 'tests',
+        statement: 'the login tests pass',
+        kind: { type: 'shell', command: 'npm test' },
+      },
+    ],
+    items: [
+      { item_id: 'inspect', title: `Inspect the redirect ${hostile}`, criterion_ids: ['notes'] },
+      {
+        item_id: 'implement',
+        title: 'Fix the redirect',
+        dependencies: ['inspect'],
+        criterion_ids: ['tests'],
+      },
+    ],
+  });
+}
+
+/** The agent working the session moves an item, as its MCP tools would (the model's moves). */
+async function agentMoves(
+  web: WebServer,
+  item_id: string,
+  to: WorkItemStatus,
+  reason?: string,
+): Promise<void> {
+  await transitionItem(
+    web.deps,
+    project_id,
+    { session_id: 'fix-login', revision: 1, item_id, to, ...(reason === undefined ? {} : { reason }) },
+    { type: 'model', id: 'agent' },
+  );
+}
+
+function item(page: Page, item_id: string) {
+  return page.locator(`[data-item="${item_id}"]`);
+}
+
+async function openSession(page: Page, session_id: string): Promise<void> {
+  await page.evaluate(`location.hash = ${JSON.stringify(`#/work/${encodeURIComponent(session_id)}`)}`);
+  await page.locator('[data-live="live"]').waitFor();
+}
+
+describe('the managed-work view', () => {
+  const suite = browserSuite();
+  const { open } = suite;
+  let web: WebServer;
+  beforeEach(() => {
+    web = suite.web;
+  });
+
+  it('lists the sessions and shows one live: each change another client makes appears without a reload', async () => {
+    await seedSession(web);
+    await web.client.post('/v1/sessions', { session_id: 'fix-login-tests', parent_session_id: 'fix-login' });
+    const { page, problems } = await open();
+    await logIn(page, web);
+    await page.getByRole('link', { name: 'Managed work' }).click();
+    await page.getByRole('heading', { name: 'Managed work sessions' }).waitFor();
+    const card = page.locator('[data-session="fix-login"]');
+    await expect(card.locator('.contract-id').textContent()).resolves.toBe('Contract c1 · revision 1');
+    await expect(card.locator('.badge[data-status="active"]').count()).resolves.toBe(1);
+    await expect(card.textContent()).resolves.toContain('0 of 2 criteria passed');
+    await expect(page.locator('[data-session="fix-login-tests"]').textContent()).resolves.toContain(
+      'child of fix-login',
+    );
+    await screenshot(page, 'work-sessions');
+
+    await card.getByRole('link', { name: 'fix-login' }).click();
+    await page.locator('[data-live="live"]').waitFor();
+    await expect(page.locator('.objective-text').textContent()).resolves.toBe(
+      `Fix the login redirect ${hostile}`,
+    );
+    await expect(item(page, 'inspect').getAttribute('data-status')).resolves.toBe('ready');
+    await expect(item(page, 'implement').getAttribute('data-status')).resolves.toBe('proposed');
+    await expect(item(page, 'inspect').locator('.item-title').textContent()).resolves.toBe(
+      `Inspect the redirect ${hostile}`,
+    );
+    await expect(item(page, 'implement').textContent()).resolves.toContain('after inspect');
+    await expect(item(page, 'inspect').locator('.owner').textContent()).resolves.toBe('parent_agent');
+
+    // The agent and another client move the work on; the page follows from the event stream.
+    const base = '/v1/sessions/fix-login/work/items';
+    await agentMoves(web, 'inspect', 'running');
+    await page.locator('[data-item="inspect"][data-status="running"]').waitFor();
+    await web.client.post(`${base}/inspect/reassign`, {
+      owner: { type: 'worker' },
+      child_session_id: 'fix-login-tests',
+    });
+    await item(page, 'inspect').getByRole('link', { name: 'fix-login-tests' }).waitFor();
+    await expect(item(page, 'inspect').locator('.owner').textContent()).resolves.toBe('worker');
+    await web.client.post(`${base}/inspect/evidence`, {
+      revision: 1,
+      evidence: { type: 'child_session', session_id: 'fix-login-tests' },
+    });
+    await web.client.post(`${base}/inspect/evidence`, {
+      revision: 1,
+      evidence: { type: 'ledger_entry', session_id: 'nowhere', entry_id: 'e-1' },
+    });
+    const evidence = item(page, 'inspect').locator('.evidence-list li');
+    await page.waitForFunction(
+      `document.querySelectorAll('[data-item="inspect"] .evidence-list li').length === 2`,
+    );
+    await expect(evidence.nth(0).getByRole('link').textContent()).resolves.toBe(
+      'child_session fix-login-tests',
+    );
+    await expect(evidence.nth(1).textContent()).resolves.toContain('unavailable (missing_session)');
+    await agentMoves(web, 'inspect', 'blocked', 'the staging login is down');
+    await page.locator('[data-item="inspect"][data-status="blocked"]').waitFor();
+    await expect(item(page, 'inspect').locator('.blocker').textContent()).resolves.toBe(
+      'the staging login is down',
+    );
+
+    // The evidence link opens the child session's own work.
+    await evidence.nth(0).getByRole('link').click();
+    await page.getByRole('heading', { name: 'fix-login-tests' }).waitFor();
+    await expect(page.getByText('No work contract in this session yet.').count()).resolves.toBe(1);
+    await page.goBack();
+    await page.locator('[data-item="inspect"][data-status="blocked"]').waitFor();
+    await screenshot(page, 'work-session', { fullPage: true });
+
+    expect(await page.evaluate('window.__hacked')).toBeUndefined();
+    expect(problems.errors).toEqual([]);
+  });
+
+  it('cancels an item only after a confirmation, and retries it', async () => {
+    await seedSession(web);
+    const { page, problems } = await open();
+    await logIn(page, web);
+    await openSession(page, 'fix-login');
+    const inspect = item(page, 'inspect');
+    await inspect.getByRole('button', { name: 'Cancel' }).click();
+    // Nothing is written until the second click.
+    await inspect.getByRole('button', { name: 'Keep it' }).click();
+    let work = await web.client.call<WorkSnapshot>('GET', '/v1/sessions/fix-login/work');
+    expect(work.contract!.items.find((state) => state.item_id === 'inspect')!.status).toBe('ready');
+    await inspect.getByRole('button', { name: 'Cancel' }).click();
+    await inspect.getByRole('button', { name: 'Confirm: cancel inspect' }).click();
+    await page.locator('[data-item="inspect"][data-status="cancelled"]').waitFor();
+    work = await web.client.call<WorkSnapshot>('GET', '/v1/sessions/fix-login/work');
+    expect(work.contract!.items.find((state) => state.item_id === 'inspect')!.status).toBe('cancelled');
+
+    await inspect.getByRole('button', { name: 'Retry' }).click();
+    await inspect.getByText('attempt 2').waitFor();
+    work = await web.client.call<WorkSnapshot>('GET', '/v1/sessions/fix-login/work');
+    const retried = work.contract!.items.find((state) => state.item_id === 'inspect')!;
+    expect(retried.attempt).toBe(2);
+    expect(retried.status).not.toBe('cancelled');
+    await expect(inspect.getAttribute('data-status')).resolves.toBe(retried.status);
+    expect(problems.errors).toEqual([]);
+  });
+
+  it('shows a refusal next to the item, and the work as it now is', async () => {
+    await seedSession(web);
+    const { page } = await open();
+    await logIn(page, web);
+    // No live stream: the page shows the snapshot it loaded and nothing newer.
+    await page.route('**/v1/sessions/fix-login/events*', (route) => route.abort());
+    await page.evaluate(`location.hash = '#/work/fix-login'`);
+    await page.locator('[data-item="implement"][data-status="proposed"]').waitFor();
+    await web.client.post('/v1/sessions/fix-login/work/items/implement/cancel', {});
+    const implement = item(page, 'implement');
+    await implement.getByRole('button', { name: 'Cancel' }).click();
+    await implement.getByRole('button', { name: 'Confirm: cancel implement' }).click();
+    await expect(implement.getByRole('alert').textContent()).resolves.toMatch(/^Not done: conflict: /);
+    // The refusal loads the snapshot again: the item shows as the other client left it.
+    await page.locator('[data-item="implement"][data-status="cancelled"]').waitFor();
+    const work = await web.client.call<WorkSnapshot>('GET', '/v1/sessions/fix-login/work');
+    expect(work.contract!.items.find((state) => state.item_id === 'implement')!.status).toBe('cancelled');
+  });
+
+  it('reconnects after the stream breaks: the snapshot is loaded again and the change made meanwhile shows', async () => {
+    await seedSession(web);
+    const { page, problems } = await open();
+    await logIn(page, web);
+    let refused = 0;
+    await page.route('**/v1/sessions/fix-login/events*', async (route) => {
+      if (refused < 1) {
+        refused += 1;
+        await route.abort('connectionreset');
+      } else {
+        await route.continue();
+      }
+    });
+    await page.evaluate(`location.hash = '#/work/fix-login'`);
+    await page.locator('[data-live="retrying"]').waitFor();
+    await expect(page.locator('[data-live="retrying"]').textContent()).resolves.toBe(
+      'Live updates interrupted; reconnecting in 2 s',
+    );
+    await agentMoves(web, 'inspect', 'running');
+    await page.locator('[data-live="live"]').waitFor();
+    await page.locator('[data-item="inspect"][data-status="running"]').waitFor();
+    expect(refused).toBe(1);
+    // The page's failed request is the only error it met.
+    expect(problems.errors.filter((error) => !error.includes('net::ERR_CONNECTION_RESET'))).toEqual([]);
+  });
+
+  it('gives a read-only session no way to change the work, and says so for an unknown session', async () => {
+    await seedSession(web);
+    const { token } = await createToken(web.deps, { project_id, read_only: true, label: 'reader' });
+    const { page, problems } = await open();
+    await logIn(page, web, token);
+    await openSession(page, 'fix-login');
+    const cancel = item(page, 'implement').getByRole('button', { name: 'Cancel' });
+    expect(await cancel.isDisabled()).toBe(true);
+    expect(await cancel.getAttribute('title')).toContain('read-only');
+
+    await page.evaluate(`location.hash = '#/work/nobody'`);
+    await page.getByText('No session nobody in this project.').waitFor();
+    expect(await page.locator('[data-live]').count()).toBe(0);
+    expect(problems.errors.filter((error) => !error.includes('404'))).toEqual([]);
+  });
+
+  it('fits a phone: one column, nothing wider than the screen', async () => {
+    await seedSession(web);
+    await agentMoves(web, 'inspect', 'running');
+    await agentMoves(web, 'inspect', 'blocked', `waiting for ${'a-very-long-unbroken-word-'.repeat(12)}`);
+    const { page, problems } = await open(phone);
+    await logIn(page, web);
+    await openSession(page, 'fix-login');
+    await page.locator('[data-item="inspect"][data-status="blocked"]').waitFor();
+    expect(
+      await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'),
+    ).toBeLessThanOrEqual(0);
+    await page.evaluate(`location.hash = '#/work'`);
+    await page.locator('[data-session="fix-login"]').waitFor();
+    expect(
+      await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'),
+    ).toBeLessThanOrEqual(0);
+    // In Simplified Chinese: the words change, the wire names stay beside them.
+    await page.getByRole('combobox', { name: 'Language' }).selectOption('zh-CN');
+    await page.getByRole('heading', { name: '托管工作会话' }).waitFor();
+    await expect(
+      page.locator('[data-session="fix-login"] .badge[data-status="active"]').textContent(),
+    ).resolves.toBe('进行中 active');
+    expect(
+      await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'),
+    ).toBeLessThanOrEqual(0);
+    expect(problems.errors).toEqual([]);
+  });
+});
