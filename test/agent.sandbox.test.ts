@@ -388,6 +388,21 @@ describe('resource limits', () => {
     expect(ran(await runSandboxed(request('echo x > /dev/null')))).toMatchObject({ status: 'passed' });
   });
 
+  it('never run the command without a limit the guard cannot set: unavailable, nothing run', async () => {
+    // Above the hard process limit Baton itself runs under, which nothing without
+    // CAP_SYS_RESOURCE may raise.
+    const { stdout } = await exec('sh', ['-c', 'ulimit -Hu 2>/dev/null || ulimit -Hp']);
+    // Only a hard limit can be exceeded; this machine has none.
+    if (stdout.trim() === 'unlimited') return;
+    const marker = join(dir, unique('marker'));
+    const result = await runSandboxed(
+      request(`echo ran > ${marker}`, { limits: { processes: Number(stdout.trim()) + 1 } }),
+    );
+    expect(result).toMatchObject({ status: 'unavailable', reason: 'sandbox_unavailable' });
+    expect(result.status === 'unavailable' && result.detail).toMatch(/refused: cannot limit processes/);
+    expect(existsSync(marker)).toBe(false);
+  });
+
   it('bound the memory of each process: allocating past it fails', async () => {
     const command = 'awk \'BEGIN { s = "x"; while (length(s) < 134217728) s = s s; print length(s) }\'';
     const result = ran(await runSandboxed(request(command, { limits: { memory_bytes: 32 * mib } })));

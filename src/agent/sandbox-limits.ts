@@ -58,13 +58,15 @@ export function checkLimits(requested: Partial<SandboxLimits> = {}): SandboxLimi
 
 /**
  * The guard's lines that apply the per-process limits to itself, and so to everything it execs,
- * before it reports: `$4` data in KiB, `$5` processes, `$6` file size in 512-byte blocks (dash's
- * units). Soft and hard together, so the command cannot raise them. A limit that cannot be set
- * refuses the run: the sandbox never runs without one.
+ * before it reports: `$4` data in KiB, `$5` processes, `$6` file size in 512-byte blocks (the
+ * POSIX unit, also bash's as sh). Soft and hard together, so the command cannot raise them. The
+ * process limit is `-u` in bash and `-p` in dash (bash's `-p`, the pipe size, cannot be set, so
+ * it never passes for it). A limit that cannot be set refuses the run: the sandbox never runs
+ * without one.
  */
 export const guardLimitLines = [
   'ulimit -d "$4" || refuse "cannot limit memory (ulimit -d)"',
-  'ulimit -p "$5" || refuse "cannot limit processes (ulimit -p)"',
+  '{ ulimit -u "$5" 2>/dev/null || ulimit -p "$5"; } || refuse "cannot limit processes (ulimit -u, -p)"',
   'ulimit -f "$6" || refuse "cannot limit file size (ulimit -f)"',
 ];
 
