@@ -106,8 +106,9 @@ const reportLimit = 4_096;
 
 /**
  * The guard: `$1$2` is the sentinel (split so that echoing the arguments never forges it), `$3`
- * the command, `$4`-`$6` the per-process limits (guardLimitLines). It checks from inside what the flags promise, reports on fd 3, closes fd 3 and
- * only then execs the command, which therefore can neither see nor forge the report.
+ * the command, `$4` to `$6` the per-process limits (guardLimitLines). It checks from inside what
+ * the flags promise, sets the limits, reports on fd 3, closes fd 3 and only then execs the
+ * command, which therefore can neither see nor forge the report.
  */
 const guardScript = [
   `refuse() { printf "refused: %s" "$1" >&3; exit ${refusedExit}; }`,
@@ -254,7 +255,7 @@ type BwrapRun =
       readonly kind: 'exited';
       readonly exit_code: number;
       readonly timed_out: boolean;
-      /** Killed for having more processes than the limit. */
+      /** Killed on reaching the process limit. */
       readonly process_limit: boolean;
       /** Killed because its processes could not be counted: why. */
       readonly uncounted?: string;
@@ -269,7 +270,7 @@ type BwrapRun =
 
 /**
  * Spawns bwrap in its own process group with nothing of the caller's environment but PATH (to
- * find bwrap), and on timeout, or more processes than `processes`, kills that group;
+ * find bwrap), and on timeout, or on counting `processes` processes in it, kills that group;
  * `--die-with-parent` and the PID namespace then take every process of the sandbox down with
  * it. fd 3 carries the guard's report, fd 4 bwrap's info (the sandbox's PID 1, to count from).
  */
