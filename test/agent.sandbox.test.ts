@@ -343,6 +343,83 @@ describe('the timeout', () => {
   });
 });
 
+describe('resource limits', () => {
+  const mib = 1024 * 1024;
+
+  it('end a fork bomb quickly with a failure, not at the timeout, and leave the machine usable', async () => {
+    // Bounded even without a limit: at most 2,000 sleeps, killed with the tree at the timeout.
+    const tag = `${randomInt(1e8, 1e9)}`;
+    const bomb = `i=0; while [ $i -lt 2000 ]; do sleep 30.${tag} & i=$((i+1)); done; wait`;
+    const result = await runSandboxed(request(bomb, { timeout_ms: 10_000, limits: { processes: 64 } }));
+    expect(result).toMatchObject({ status: 'failed', limit_hit: { limit: 'processes' } });
+    expect(result.status === 'failed' && result.duration_ms).toBeLessThan(5_000);
+    expect(await until(() => processesContaining(tag).length === 0, 5_000)).toBe(true);
+    expect(await runSandboxed(request('true'))).toMatchObject({ status: 'passed' });
+  });
+
+  it('let an ordinary command with a few dozen processes and a 32 MiB string pass under the defaults', async () => {
+    const command = [
+      'for i in $(seq 40); do sleep 0.2 & done; wait',
+      'awk \'BEGIN { s = "x"; while (length(s) < 33554432) s = s s; print length(s) }\'',
+      'head -c 10485760 /dev/zero > /tmp/ten && wc -c < /tmp/ten',
+    ].join('; ');
+    const result = ran(await runSandboxed(request(command)));
+    expect(result).toMatchObject({ status: 'passed', stdout: '33554432\n10485760\n' });
+    expect(result).not.toHaveProperty('limit_hit');
+  });
+
+  it('bound each writable tmpfs: writing past it fails with ENOSPC', async () => {
+    const limits = { tmpfs_bytes: 4 * mib, file_bytes: 64 * mib };
+    for (const folder of ['/tmp', sandboxHome, '/dev/shm', ...(existsSync('/run') ? ['/run'] : [])]) {
+      const command = `head -c ${8 * mib} /dev/zero > ${folder}/fill; echo "exit $?"; wc -c < ${folder}/fill; exit 1`;
+      const result = ran(await runSandboxed(request(command, { limits })));
+      expect(result.stderr).toMatch(/No space left on device/);
+      const [status, kept] = result.stdout.trim().split('\n');
+      expect(status).not.toBe('exit 0');
+      expect(Number(kept)).toBeLessThanOrEqual(4 * mib);
+      expect(result).toMatchObject({ status: 'failed', limit_hit: { limit: 'tmpfs_bytes', seen: 'stderr' } });
+    }
+  });
+
+  it('leave /dev itself read-only (its tmpfs cannot be sized)', async () => {
+    const result = ran(await runSandboxed(request('echo x > /dev/fill')));
+    expect(result.status).toBe('failed');
+    expect(result.stderr).toMatch(/Read-only file system/);
+    expect(ran(await runSandboxed(request('echo x > /dev/null')))).toMatchObject({ status: 'passed' });
+  });
+
+  it('never run the command without a limit the guard cannot set: unavailable, nothing run', async () => {
+    // Above the hard process limit Baton itself runs under, which nothing without
+    // CAP_SYS_RESOURCE may raise.
+    const { stdout } = await exec('sh', ['-c', 'ulimit -Hu 2>/dev/null || ulimit -Hp']);
+    // Only a hard limit can be exceeded; this machine has none.
+    if (stdout.trim() === 'unlimited') return;
+    const marker = join(dir, unique('marker'));
+    const result = await runSandboxed(
+      request(`echo ran > ${marker}`, { limits: { processes: Number(stdout.trim()) + 1 } }),
+    );
+    expect(result).toMatchObject({ status: 'unavailable', reason: 'sandbox_unavailable' });
+    expect(result.status === 'unavailable' && result.detail).toMatch(/refused: cannot limit processes/);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('bound the memory of each process: allocating past it fails', async () => {
+    const command = 'awk \'BEGIN { s = "x"; while (length(s) < 134217728) s = s s; print length(s) }\'';
+    const result = ran(await runSandboxed(request(command, { limits: { memory_bytes: 32 * mib } })));
+    expect(result).toMatchObject({ status: 'failed', stdout: '', limit_hit: { limit: 'memory_bytes' } });
+  });
+
+  it('bound the size of a file a process writes: it is killed by SIGXFSZ', async () => {
+    const command = `head -c ${2 * mib} /dev/zero > /tmp/big`;
+    const result = ran(await runSandboxed(request(command, { limits: { file_bytes: mib } })));
+    expect(result).toMatchObject({
+      status: 'failed',
+      exit_code: 128 + 25,
+      limit_hit: { limit: 'file_bytes', seen: 'signal' },
+    });
+  });
+});
+
 describe('output', () => {
   it('keeps exactly the cap of each stream and marks it truncated, draining the rest', async () => {
     const command = 'head -c 5000000 /dev/zero | tr "\\0" a; head -c 3000 /dev/zero | tr "\\0" b >&2';
@@ -444,6 +521,8 @@ describe('a bad request', () => {
       request('true', { workspace: join(workspace, 'README') }),
       request('true', { timeout_ms: 0 }),
       request('true', { output_limit_bytes: -1 }),
+      request('true', { limits: { processes: 0 } }),
+      request('true', { limits: { memory_bytes: 1.5 } }),
     ]) {
       const error: unknown = await runSandboxed(bad).then(
         () => undefined,

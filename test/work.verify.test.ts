@@ -317,6 +317,36 @@ describe('verification', () => {
     expect(report.snapshot.contract?.items[0]?.status).toBe('ready_for_verification');
   });
 
+  it("names the sandbox's resource limit a shell criterion hit in its reason", async () => {
+    const mib = 1024 * 1024;
+    const shell = (criterion_id: string, command: string): Criterion => ({
+      criterion_id,
+      kind: { type: 'shell', command },
+    });
+    await contractWith([
+      shell('bomb', 'i=0; while [ $i -lt 2000 ]; do sleep 30 & i=$((i+1)); done; wait'),
+      shell('fill', `for i in 1 2 3; do head -c ${2 * mib} /dev/zero > /tmp/f$i || exit 1; done`),
+      shell('big', `head -c ${4 * mib} /dev/zero > /tmp/big`),
+    ]);
+    await finishItem();
+    const limits = { processes: 32, tmpfs_bytes: 4 * mib, file_bytes: 3 * mib };
+    const report = await verifyWork(deps, 'acme', { session_id: 's' }, { timeout_ms: 10_000, limits });
+    expect(
+      report.verdicts.map(({ criterion_id, verdict, reason }) => [criterion_id, verdict, reason]),
+    ).toEqual([
+      [
+        'bomb',
+        'failed',
+        // Root is held to it by Baton's count (killed), anyone else by the kernel (fork fails).
+        expect.stringMatching(
+          /^exit code (137: killed on reaching|2: its stderr reports) the process limit \(32\)$/,
+        ),
+      ],
+      ['fill', 'failed', 'exit code 1: its stderr reports a full tmpfs (4 MiB each)'],
+      ['big', 'failed', 'exit code 153: killed by the file size limit (3 MiB)'],
+    ]);
+  });
+
   it('leaves semantic criteria unverified without a judge; they never pass by default', async () => {
     await contractWith([
       { criterion_id: 'clear', kind: { type: 'semantic', statement: 'the notes read clearly' } },

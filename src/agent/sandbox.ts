@@ -1,7 +1,8 @@
 /**
  * Runs one shell criterion inside a bubblewrap sandbox that can read the machine but write
- * nothing outside private tmpfs mounts, sees no environment but a minimal PATH, HOME and LANG,
- * and has no network; when that sandbox cannot be proven to work the command is never run.
+ * nothing outside private, sized tmpfs mounts, sees no environment but a minimal PATH, HOME and
+ * LANG, has no network, and is held to memory, process and file size limits (sandbox-limits.ts);
+ * when that sandbox cannot be proven to work the command is never run.
  *
  * Two checks keep a broken or fake `bwrap` from running a command unsandboxed. A probe first
  * runs a fixed guard script through the same flags and accepts the sandbox only when the guard
@@ -20,6 +21,23 @@ import { constants, homedir } from 'node:os';
 import { isAbsolute, relative } from 'node:path';
 import { BatonError } from '../core/errors.ts';
 import { prefix } from '../core/text.ts';
+import {
+  checkLimits,
+  guardLimitArguments,
+  guardLimitLines,
+  limitSeen,
+  sandboxLimits,
+  watchProcesses,
+  type SandboxLimitHit,
+  type SandboxLimits,
+} from './sandbox-limits.ts';
+
+export {
+  describeLimitHit,
+  sandboxLimits,
+  type SandboxLimitHit,
+  type SandboxLimits,
+} from './sandbox-limits.ts';
 
 export interface SandboxRequest {
   /** Run with `/bin/sh -c`. */
@@ -36,6 +54,8 @@ export interface SandboxRequest {
    * itself is refused as invalid_input, since hiding it would hide the workspace.
    */
   readonly hidden?: readonly string[];
+  /** Resource limits over `sandboxLimits`; each must be a positive integer. */
+  readonly limits?: Partial<SandboxLimits>;
 }
 
 export type SandboxResult =
@@ -46,6 +66,8 @@ export type SandboxResult =
       readonly stderr: string;
       readonly truncated: boolean;
       readonly duration_ms: number;
+      /** On a failure only: the resource limit it most likely hit (see SandboxLimitHit). */
+      readonly limit_hit?: SandboxLimitHit;
     }
   | {
       readonly status: 'timed_out';
@@ -84,8 +106,9 @@ const reportLimit = 4_096;
 
 /**
  * The guard: `$1$2` is the sentinel (split so that echoing the arguments never forges it), `$3`
- * the command. It checks from inside what the flags promise, reports on fd 3, closes fd 3 and
- * only then execs the command, which therefore can neither see nor forge the report.
+ * the command, `$4` to `$6` the per-process limits (guardLimitLines). It checks from inside what
+ * the flags promise, sets the limits, reports on fd 3, closes fd 3 and only then execs the
+ * command, which therefore can neither see nor forge the report.
  */
 const guardScript = [
   `refuse() { printf "refused: %s" "$1" >&3; exit ${refusedExit}; }`,
@@ -95,6 +118,7 @@ const guardScript = [
   '[ ! -w / ] || refuse "the root file system is writable"',
   '[ ! -w . ] || refuse "the working directory is writable"',
   '[ ! -w /proc/sys/kernel/core_pattern ] || refuse "the kernel settings (/proc/sys) are writable"',
+  ...guardLimitLines,
   'printf "%s%s" "$1" "$2" >&3',
   'exec 3>&-',
   'exec /bin/sh -c "$3"',
@@ -139,8 +163,10 @@ export function bwrapArguments(
   workspace: string,
   hiddenHome: string | undefined,
   hidden: { readonly folders?: readonly string[]; readonly files?: readonly string[] } = {},
+  tmpfsBytes: number = sandboxLimits.tmpfs_bytes,
 ): string[] {
   const { folders = [], files = [] } = hidden;
+  const tmpfs = (folder: string): string[] => ['--size', String(tmpfsBytes), '--tmpfs', folder];
   const args = [
     '--die-with-parent',
     '--new-session',
@@ -164,6 +190,11 @@ export function bwrapArguments(
     '/',
     '--dev',
     '/dev',
+    // bwrap cannot size the tmpfs of /dev: it becomes read-only (device files stay usable),
+    // and /dev/shm, the one folder there programs write, a tmpfs of its own.
+    '--remount-ro',
+    '/dev',
+    ...tmpfs('/dev/shm'),
     '--proc',
     '/proc',
     // The kernel's settings, read-only: root without capabilities may still write them (a
@@ -175,7 +206,7 @@ export function bwrapArguments(
     '/proc/sys',
   ];
   const scratch = scratchFolders();
-  for (const folder of scratch) args.push('--tmpfs', folder);
+  for (const folder of scratch) args.push(...tmpfs(folder));
   args.push('--dir', sandboxHome);
   const covered = [...scratch, ...(hiddenHome === undefined ? [] : [hiddenHome])];
   const coveredBy = (folder: string, by: readonly string[]) => by.some((cover) => isInside(folder, cover));
@@ -185,10 +216,10 @@ export function bwrapArguments(
     isInside(file, workspace) ? !coveredBy(file, inside) : !coveredBy(file, [...covered, ...outside]),
   );
   const readOnly = [...(hiddenHome === undefined ? [] : [hiddenHome]), ...outside, ...inside];
-  if (hiddenHome !== undefined) args.push('--tmpfs', hiddenHome);
-  for (const folder of outside) args.push('--tmpfs', folder);
+  if (hiddenHome !== undefined) args.push(...tmpfs(hiddenHome));
+  for (const folder of outside) args.push(...tmpfs(folder));
   if (coveredBy(workspace, [...covered, ...outside])) args.push('--ro-bind', workspace, workspace);
-  for (const folder of inside) args.push('--tmpfs', folder);
+  for (const folder of inside) args.push(...tmpfs(folder));
   for (const file of emptied) args.push('--ro-bind', '/dev/null', file);
   for (const folder of readOnly) args.push('--remount-ro', folder);
   args.push('--chdir', workspace);
@@ -224,6 +255,12 @@ type BwrapRun =
       readonly kind: 'exited';
       readonly exit_code: number;
       readonly timed_out: boolean;
+      /** Killed on reaching the process limit. */
+      readonly process_limit: boolean;
+      /** Killed because its processes could not be counted: why. */
+      readonly uncounted?: string;
+      /** bwrap named the sandbox's PID 1, so its processes could be counted. */
+      readonly named: boolean;
       readonly report: string;
       readonly stdout: string;
       readonly stderr: string;
@@ -233,14 +270,16 @@ type BwrapRun =
 
 /**
  * Spawns bwrap in its own process group with nothing of the caller's environment but PATH (to
- * find bwrap), and on timeout kills that group; `--die-with-parent` and the PID namespace then
- * take every process of the sandbox down with it. fd 3 carries the guard's report.
+ * find bwrap), and on timeout, or on counting `processes` processes in it, kills that group;
+ * `--die-with-parent` and the PID namespace then take every process of the sandbox down with
+ * it. fd 3 carries the guard's report, fd 4 bwrap's info (the sandbox's PID 1, to count from).
  */
 function runBwrap(
   bwrap: string,
   args: readonly string[],
   timeoutMs: number,
   limit: number,
+  processes: number,
   signal: AbortSignal | undefined,
 ): Promise<BwrapRun> {
   return new Promise((resolve) => {
@@ -248,44 +287,55 @@ function runBwrap(
     const stdout = capture();
     const stderr = capture();
     const report = capture();
-    let timedOut = false;
+    let stoppedFor: 'timeout' | 'processes' | { uncounted: string } | undefined;
     let exited = false;
     let settled = false;
     let grace: NodeJS.Timeout | undefined;
-    const child = spawn(bwrap, args, {
+    const child = spawn(bwrap, ['--info-fd', '4', ...args], {
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
       env: { PATH: process.env.PATH ?? sandboxPath, [guardVariable]: '1' },
     });
-    const [, out, err, fd3] = child.stdio;
-    out?.on('data', (chunk: Buffer) => collect(stdout, chunk, limit));
-    err?.on('data', (chunk: Buffer) => collect(stderr, chunk, limit));
-    fd3?.on('data', (chunk: Buffer) => collect(report, chunk, reportLimit));
+    const [, out, err, fd3, fd4] = child.stdio;
     const stopWaiting = (): void => {
-      for (const stream of [out, err, fd3]) stream?.destroy();
+      for (const stream of [out, err, fd3, fd4]) stream?.destroy();
     };
-    const kill = (): void => {
+    const kill = (reason: NonNullable<typeof stoppedFor>): void => {
       if (grace !== undefined) return;
       // A process outside the sandbox (only a fake bwrap could leave one) may hold the pipes
       // open after bwrap exited or was killed: stop waiting for them after a grace period.
       grace = setTimeout(stopWaiting, drainGraceMs);
       // Once bwrap has exited (and been reaped) its pid may belong to someone else: no kill.
       if (exited) return;
-      timedOut = true;
+      stoppedFor = reason;
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
       } catch {
         // The group is already gone.
       }
     };
-    const timer = setTimeout(kill, timeoutMs);
-    signal?.addEventListener('abort', kill, { once: true });
+    const watch = watchProcesses(
+      processes,
+      () => kill('processes'),
+      (detail) => kill({ uncounted: detail }),
+    );
+    out?.on('data', (chunk: Buffer) => collect(stdout, chunk, limit));
+    err?.on('data', (chunk: Buffer) => collect(stderr, chunk, limit));
+    fd3?.on('data', (chunk: Buffer) => {
+      watch.started();
+      collect(report, chunk, reportLimit);
+    });
+    fd4?.on('data', (chunk: Buffer) => watch.info(chunk));
+    const onTimeout = (): void => kill('timeout');
+    const timer = setTimeout(onTimeout, timeoutMs);
+    signal?.addEventListener('abort', onTimeout, { once: true });
     const finish = (result: BwrapRun): void => {
       if (settled) return;
       settled = true;
+      watch.stop();
       clearTimeout(timer);
       clearTimeout(grace);
-      signal?.removeEventListener('abort', kill);
+      signal?.removeEventListener('abort', onTimeout);
       resolve(result);
     };
     child.on('error', (error) =>
@@ -293,13 +343,17 @@ function runBwrap(
     );
     child.on('exit', () => {
       exited = true;
+      watch.stop();
     });
     child.on('close', (code, signal) => {
       const exitCode = code ?? 128 + (signal ? constants.signals[signal] : 0);
       finish({
         kind: 'exited',
         exit_code: exitCode,
-        timed_out: timedOut,
+        timed_out: stoppedFor === 'timeout',
+        process_limit: stoppedFor === 'processes',
+        named: watch.named(),
+        ...(typeof stoppedFor === 'object' ? { uncounted: stoppedFor.uncounted } : {}),
         report: text(report),
         stdout: text(stdout),
         stderr: text(stderr),
@@ -314,14 +368,26 @@ function sentinelParts(): [string, string] {
   return [randomBytes(12).toString('hex'), randomBytes(12).toString('hex')];
 }
 
-function guardArguments(parts: readonly [string, string], command: string): string[] {
-  return ['--', '/bin/sh', '-c', guardScript, 'baton-sandbox-guard', parts[0], parts[1], command];
+function guardArguments(parts: readonly [string, string], command: string, limits: SandboxLimits): string[] {
+  return [
+    '--',
+    '/bin/sh',
+    '-c',
+    guardScript,
+    'baton-sandbox-guard',
+    parts[0],
+    parts[1],
+    command,
+    ...guardLimitArguments(limits),
+  ];
 }
 
 function clip(detail: string): string {
   const trimmed = detail.trim();
   return trimmed.length > detailLimit ? `${prefix(trimmed, detailLimit)}…` : trimmed;
 }
+
+const unnamed = "bwrap did not name the sandbox's PID 1 (--info-fd): its processes cannot be counted";
 
 /** Why the guard's command did not start, from a run whose report lacks the sentinel. */
 function setupFailure(run: Extract<BwrapRun, { kind: 'exited' }>): string {
@@ -337,13 +403,21 @@ function setupFailure(run: Extract<BwrapRun, { kind: 'exited' }>): string {
  */
 export async function probeSandbox(options: SandboxOptions = {}): Promise<SandboxProbe> {
   const parts = sentinelParts();
-  const args = [...bwrapArguments('/', await homeToHide()), ...guardArguments(parts, ':')];
-  const run = await runBwrap(options.bwrap ?? 'bwrap', args, probeTimeoutMs, 64 * 1024, undefined);
+  const args = [...bwrapArguments('/', await homeToHide()), ...guardArguments(parts, ':', sandboxLimits)];
+  const run = await runBwrap(
+    options.bwrap ?? 'bwrap',
+    args,
+    probeTimeoutMs,
+    64 * 1024,
+    sandboxLimits.processes,
+    undefined,
+  );
   if (run.kind === 'spawn_failed') return { available: false, detail: run.detail };
   if (run.report !== parts.join('')) return { available: false, detail: setupFailure(run) };
   if (run.exit_code !== 0 || run.stdout !== '') {
     return { available: false, detail: `the probe ran but did not behave (exit ${run.exit_code})` };
   }
+  if (!run.named) return { available: false, detail: unnamed };
   return { available: true };
 }
 
@@ -412,12 +486,13 @@ export async function runSandboxed(
   options: SandboxOptions = {},
 ): Promise<SandboxResult> {
   const { workspace, hidden } = await checkRequest(request);
+  const limits = checkLimits(request.limits);
   const probe = await probeSandbox(options);
   if (!probe.available) return { status: 'unavailable', reason: 'sandbox_unavailable', detail: probe.detail };
   const parts = sentinelParts();
   const args = [
-    ...bwrapArguments(workspace, await homeToHide(), hidden),
-    ...guardArguments(parts, request.command),
+    ...bwrapArguments(workspace, await homeToHide(), hidden, limits.tmpfs_bytes),
+    ...guardArguments(parts, request.command, limits),
   ];
   if (options.signal?.aborted)
     return { status: 'timed_out', stdout: '', stderr: '', truncated: false, duration_ms: 0 };
@@ -426,12 +501,17 @@ export async function runSandboxed(
     args,
     request.timeout_ms,
     request.output_limit_bytes,
+    limits.processes,
     options.signal,
   );
   if (run.kind === 'spawn_failed')
     return { status: 'unavailable', reason: 'sandbox_unavailable', detail: run.detail };
   if (run.report !== parts.join('')) {
     return { status: 'unavailable', reason: 'sandbox_unavailable', detail: setupFailure(run) };
+  }
+  // The command ran, but its processes were not (or could no longer be) counted.
+  if (run.uncounted !== undefined || !run.named) {
+    return { status: 'unavailable', reason: 'sandbox_unavailable', detail: run.uncounted ?? unnamed };
   }
   const output = {
     stdout: run.stdout,
@@ -440,5 +520,14 @@ export async function runSandboxed(
     duration_ms: run.duration_ms,
   };
   if (run.timed_out) return { status: 'timed_out', ...output };
-  return { status: run.exit_code === 0 ? 'passed' : 'failed', exit_code: run.exit_code, ...output };
+  if (run.exit_code === 0) return { status: 'passed', exit_code: 0, ...output };
+  const limit_hit: SandboxLimitHit | undefined = run.process_limit
+    ? { limit: 'processes', value: limits.processes, seen: 'killed' }
+    : limitSeen(limits, run.exit_code, run.stderr);
+  return {
+    status: 'failed',
+    exit_code: run.exit_code,
+    ...output,
+    ...(limit_hit === undefined ? {} : { limit_hit }),
+  };
 }

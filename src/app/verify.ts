@@ -10,7 +10,7 @@
 import { constants as fsConstants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { runSandboxed, type SandboxOptions } from '../agent/sandbox.ts';
+import { describeLimitHit, runSandboxed, type SandboxLimits, type SandboxOptions } from '../agent/sandbox.ts';
 import { BatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import { defaultWorkConfig } from '../core/work/config.ts';
@@ -54,6 +54,8 @@ export interface VerifyOptions {
   readonly workspace?: string;
   readonly timeout_ms?: number;
   readonly output_limit_bytes?: number;
+  /** A shell criterion's resource limits, over the sandbox's defaults (docs/sandbox.md). */
+  readonly limits?: Partial<SandboxLimits>;
   readonly sandbox?: SandboxOptions;
   /** The caller's environment, whose values never reach the ledger; default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
@@ -259,6 +261,7 @@ async function checkShell(
       hidden,
       timeout_ms: limit.timeout_ms,
       output_limit_bytes: options.output_limit_bytes ?? verifyDefaults.output_limit_bytes,
+      ...(options.limits === undefined ? {} : { limits: options.limits }),
     },
     { ...options.sandbox, signal: options.signal },
   );
@@ -283,12 +286,8 @@ async function checkShell(
       evidence: [],
       output,
     };
-  return {
-    verdict: result.status,
-    reason: result.status === 'passed' ? 'exit code 0' : `exit code ${result.exit_code}`,
-    evidence: [],
-    output,
-  };
+  const hit = result.status === 'failed' && result.limit_hit ? `: ${describeLimitHit(result.limit_hit)}` : '';
+  return { verdict: result.status, reason: `exit code ${result.exit_code}${hit}`, evidence: [], output };
 }
 
 function checkTool(session_id: string, tool: string, facts: SessionFacts): Check {
