@@ -2,8 +2,10 @@
  * Attached evidence is resolved against the project's ledger as it is attached, on every
  * backend: each reference type available and unavailable with its stable reason, recorded in
  * the `evidence_attached` event itself (so a re-projection after a restart says the same), one
- * reference attached again decided anew without a second entry, and a ledger written before the
- * decision existed still projecting, its evidence `unchecked`.
+ * reference attached again decided anew without a second piece of evidence, an identical attach
+ * again (a retry after a lost answer) writing nothing, while a new attempt, a new decision or a
+ * new operation id writes one more event, and a ledger written before the decision existed still
+ * projecting, its evidence `unchecked`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import * as work from '../src/app/work.ts';
@@ -118,6 +120,16 @@ for (const backend of backends) {
         model,
       );
 
+    /** How many entries s-1 holds, and how many of them attach evidence. */
+    async function written(store: Store): Promise<{ head: number; attached: number }> {
+      const stream = work.sessionStream('acme', 's-1');
+      let attached = 0;
+      for await (const stored of store.readStream(stream, { kinds: ['work_event'] })) {
+        if ((stored.content as { kind: { type: string } }).kind.type === 'evidence_attached') attached += 1;
+      }
+      return { head: (await store.getStream(stream)).head, attached };
+    }
+
     it('marks each reference type available or unavailable with its reason, in the event itself', async () => {
       const { store, deps } = await setup();
       for (const [evidence] of cases) await attach(deps, evidence);
@@ -136,7 +148,7 @@ for (const backend of backends) {
     });
 
     it('decides the same reference again when it is attached again, still one piece of evidence', async () => {
-      const { deps } = await setup();
+      const { store, deps } = await setup();
       const late: EvidenceRef = { type: 'child_session', session_id: 'late' };
       const before = await attach(deps, late);
       expect(before.contract!.items[0]).toMatchObject({
@@ -145,12 +157,114 @@ for (const backend of backends) {
         evidence_count: 1,
       });
       await work.startSession(deps, 'acme', { session_id: 'late', parent_session_id: 's-1' });
+      const attached = (await written(store)).attached;
       const after = await attach(deps, late);
+      expect((await written(store)).attached).toBe(attached + 1);
       expect(after.contract!.items[0]).toMatchObject({
         evidence: [late],
         evidence_availability: [available],
         evidence_count: 1,
       });
+    });
+
+    it('writes nothing for an identical attach again, whoever retries it, and answers the same snapshot', async () => {
+      const { store, deps } = await setup();
+      const human: Actor = { type: 'human', id: 'ana' };
+      for (const [evidence, availability] of [cases[10]!, cases[11]!]) {
+        const first = await attach(deps, evidence);
+        const before = await written(store);
+        const again = await attach(deps, evidence);
+        expect(again).toEqual(first);
+        const byHuman = await work.attachEvidence(
+          deps,
+          'acme',
+          { session_id: 's-1', contract_id: 'work-1', revision: 1, item_id: 'inspect', evidence },
+          human,
+        );
+        expect(byHuman).toEqual(first);
+        expect(await written(store)).toEqual(before);
+        expect(byHuman.contract!.items[0]!.evidence_availability.at(-1)).toEqual(availability);
+      }
+      const item = (await work.readWork(deps, 'acme', { session_id: 's-1' })).contract!.items[0]!;
+      expect(item.evidence_count).toBe(2);
+      expect((await written(store)).attached).toBe(2);
+    });
+
+    it('writes an identical attach again only to record an operation id not yet recorded', async () => {
+      const { store, deps } = await setup();
+      const evidence: EvidenceRef = { type: 'tool_result', session_id: 's-1', tool_use_id: 'call-1' };
+      const request = { session_id: 's-1', revision: 1, item_id: 'inspect', evidence };
+      const first = await work.attachEvidence(deps, 'acme', { ...request, operation_id: 'op-1' }, model);
+      const before = await written(store);
+      // A retry without the id, or with it, is the same attach.
+      expect(await attach(deps, evidence)).toEqual(first);
+      expect(await work.attachEvidence(deps, 'acme', { ...request, operation_id: 'op-1' }, model)).toEqual(
+        first,
+      );
+      expect(await written(store)).toEqual(before);
+      // A new id is recorded, so that it names this change from now on; still one piece of evidence.
+      const named = await work.attachEvidence(deps, 'acme', { ...request, operation_id: 'op-2' }, model);
+      expect(await written(store)).toEqual({ head: before.head + 1, attached: before.attached + 1 });
+      expect(named.contract!.items[0]!.evidence_count).toBe(1);
+      expect(await work.attachEvidence(deps, 'acme', { ...request, operation_id: 'op-2' }, model)).toEqual(
+        named,
+      );
+      expect(await written(store)).toEqual({ head: before.head + 1, attached: before.attached + 1 });
+    });
+
+    it('writes the same reference once more for a new attempt of the item, then nothing again', async () => {
+      const { store, deps } = await setup();
+      const human: Actor = { type: 'human', id: 'ana' };
+      const evidence: EvidenceRef = { type: 'tool_result', session_id: 's-1', tool_use_id: 'call-1' };
+      await attach(deps, evidence);
+      const item = { session_id: 's-1', item_id: 'inspect' };
+      await work.transitionItem(deps, 'acme', { ...item, revision: 1, to: 'running' }, model);
+      await work.cancelItem(deps, 'acme', item, human);
+      const retried = await work.retryItem(deps, 'acme', { ...item, reason: 'again' }, human);
+      expect(retried.contract!.items[0]).toMatchObject({
+        attempt: 2,
+        evidence: [evidence],
+        evidence_count: 1,
+      });
+      const before = await written(store);
+      const second = await attach(deps, evidence);
+      expect(await written(store)).toEqual({ head: before.head + 1, attached: before.attached + 1 });
+      expect(second.contract!.items[0]).toMatchObject({
+        attempt: 2,
+        evidence: [evidence],
+        evidence_count: 1,
+      });
+      expect(await attach(deps, evidence)).toEqual(second);
+      expect(await written(store)).toEqual({ head: before.head + 1, attached: before.attached + 1 });
+    });
+
+    it('keeps an attach identical across a revision, even when retried against the revision it was made at', async () => {
+      const { store, deps } = await setup();
+      const evidence: EvidenceRef = { type: 'tool_result', session_id: 's-1', tool_use_id: 'call-1' };
+      await attach(deps, evidence);
+      const revised = await work.reviseContract(
+        deps,
+        'acme',
+        { session_id: 's-1', previous_revision: 1, ...definition, reason: 'reworded' },
+        model,
+      );
+      expect(revised.contract!.revision).toBe(2);
+      const before = await written(store);
+      // The retry of an attach whose answer was lost, made before the revision: it landed.
+      expect(await attach(deps, evidence)).toEqual(revised);
+      const current = await work.attachEvidence(
+        deps,
+        'acme',
+        { session_id: 's-1', revision: 2, item_id: 'inspect', evidence },
+        model,
+      );
+      expect(current).toEqual(revised);
+      expect(await written(store)).toEqual(before);
+      // Anything else against the old revision is still stale.
+      await expect(
+        attach(deps, { type: 'tool_result', session_id: 's-1', tool_use_id: 'call-2' }),
+      ).rejects.toMatchObject({ code: 'revision_conflict', data: { rule: 'stale_revision' } });
+      expect(await written(store)).toEqual(before);
     });
 
     it('resolves an entry of its own session against the head it is appended after', async () => {

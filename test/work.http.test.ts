@@ -132,6 +132,19 @@ for (const backend of backends) {
       expect(bound.body).not.toHaveProperty('handoff_receipt_ref');
     });
 
+    it('answers an identical evidence attach again with the same snapshot and writes nothing', async () => {
+      await activeSession();
+      const body = { revision: 1, evidence: { type: 'ledger_entry', session_id: 's1', entry_id: '1' } };
+      const first = await post(`${s}/items/code/evidence`, body);
+      const attached = expectOk(first);
+      expect(item(attached, 'code')).toMatchObject({ evidence_count: 1 });
+      const before = await heads();
+      // A client that lost the answer sends the same request again.
+      const again = await post(`${s}/items/code/evidence`, body);
+      expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: first.body });
+      expect(await heads()).toEqual(before);
+    });
+
     it('runs every work endpoint end to end, each answering the projected snapshot', async () => {
       const started = await post('/v1/sessions', { session_id: 's1', capabilities: { tools: ['eslint'] } });
       expect(started.status, started.text).toBe(200);

@@ -14,7 +14,12 @@ import {
   type WorkItemStatus,
 } from '../src/core/work/model.ts';
 import { renderControlBlock } from '../src/core/work/control.ts';
-import { completionBlockers, projectWork, type WorkProjection } from '../src/core/work/projector.ts';
+import {
+  completionBlockers,
+  projectWork,
+  WorkProjector,
+  type WorkProjection,
+} from '../src/core/work/projector.ts';
 import { contractTransitionAllowed, itemTransitionAllowed } from '../src/core/work/transitions.ts';
 import { activeStart, contract, ev, ledger } from './helpers/work.ts';
 
@@ -267,6 +272,39 @@ function reachContract(status: ContractStatus): WorkEventInput[] {
       return [...passedAll, ev.status('verifying', 'completed', 'verifier')];
   }
 }
+
+describe('attached evidence', () => {
+  it('knows the attempt each kept reference was last attached in, and forgets one no longer kept', () => {
+    const ref = { type: 'tool_result', session_id: 's-1', tool_use_id: 'call-1' } as const;
+    const entries = ledger(
+      ...activeStart(),
+      ev.evidence('inspect', 'call-1'),
+      ev.item('inspect', 'ready', 'running', 'model'),
+      ev.item('inspect', 'running', 'cancelled', 'human'),
+      ev.item('inspect', 'cancelled', 'ready', 'human', 2),
+      ev.evidence('inspect', 'call-1'),
+      ...Array.from({ length: 64 }, (_, index) => ev.evidence('inspect', `other-${index}`)),
+    );
+    const projector = new WorkProjector();
+    let applied = 0;
+    const upTo = (position: number) => {
+      for (const entry of entries.slice(applied, position)) projector.applyEntry(entry);
+      applied = position;
+      return projector.attachedEvidence('work-1', 'inspect', ref);
+    };
+    const held = { availability: { status: 'unchecked' } };
+    expect(upTo(3)).toBeUndefined();
+    expect(upTo(4)).toEqual({ ...held, attempt: 1 });
+    // A retry alone attaches nothing: the reference stays attempt 1's until attempt 2 attaches it.
+    expect(upTo(7)).toEqual({ ...held, attempt: 1 });
+    expect(upTo(8)).toEqual({ ...held, attempt: 2 });
+    expect(projector.attachedEvidence('work-1', 'other', ref)).toBeUndefined();
+    expect(projector.attachedEvidence('work-2', 'inspect', ref)).toBeUndefined();
+    // 64 later references push it out of the item's kept window.
+    expect(upTo(entries.length)).toBeUndefined();
+    expect(projector.projection()!.contracts[0]!.items[0]!.evidence_count).toBe(65);
+  });
+});
 
 describe('contract transitions', () => {
   for (const from of contractStatuses) {

@@ -446,6 +446,8 @@ interface Decision {
   readonly config: WorkConfig;
   /** The event recorded under this operation id, if the ledger holds one. */
   readonly recordedOperation: (operation_id: string) => WorkEvent | undefined;
+  /** How the item holds this reference, if it was attached to it (and is still kept). */
+  readonly attachedEvidence: WorkProjector['attachedEvidence'];
 }
 
 /** Session entries other than work events (a checkpoint, a tool result) to append before the events. */
@@ -501,6 +503,7 @@ export async function commitWork(
       header: loaded.header,
       config,
       recordedOperation: (operation_id) => projector.recordedOperation(operation_id),
+      attachedEvidence: (contract_id, item_id, ref) => projector.attachedEvidence(contract_id, item_id, ref),
     });
     const { entries, events: primary } = Array.isArray(decided) ? { entries: [], events: decided } : decided;
     if (primary.length === 0 && entries.length === 0) return snapshot(stream, loaded.head, projector);
@@ -1039,7 +1042,9 @@ function findItem(contract: ContractProjection, item_id: string) {
 /**
  * Attach a typed evidence reference to an item, recorded with whether it resolves in this
  * project's ledger (work-evidence.ts); a reference that does not is kept, marked unavailable.
- * Attached evidence completes nothing.
+ * An identical attach again (the reference the item's current attempt holds, resolving as it
+ * did, under no new operation id) writes nothing and answers the work as it is, so a retry
+ * after a lost answer is safe. Attached evidence completes nothing.
  */
 export async function attachEvidence(
   deps: AppDeps,
@@ -1052,7 +1057,7 @@ export async function attachEvidence(
   return commitWork(
     deps,
     sessionStream(project_id, session_id),
-    async ({ head, projection, recordedOperation }) => {
+    async ({ head, projection, recordedOperation, attachedEvidence }) => {
       const replay = operationReplay(
         parsed,
         recordedOperation,
@@ -1063,10 +1068,19 @@ export async function attachEvidence(
       );
       if (replay) return [];
       const contract = target(projection, parsed.contract_id);
+      // Decided at each attempt: in this session, against the head the event is appended after.
+      const resolve = () => resolveEvidence(deps, { project_id, session_id, head }, parsed.evidence);
+      const current = contract.items.find((candidate) => candidate.item_id === parsed.item_id);
+      const held = attachedEvidence(contract.contract_id, parsed.item_id, parsed.evidence);
+      let availability: EvidenceAvailability | undefined;
+      if (parsed.operation_id === undefined && held !== undefined && held.attempt === current?.attempt) {
+        availability = await resolve();
+        // Identical: whatever revision it names, the change it asks for is in the ledger.
+        if (canonicalJson(availability) === canonicalJson(held.availability)) return [];
+      }
       requireRevision(contract, parsed.revision);
       const item = findItem(contract, parsed.item_id);
-      // Decided at each attempt: in this session, against the head the event is appended after.
-      const availability = await resolveEvidence(deps, { project_id, session_id, head }, parsed.evidence);
+      availability ??= await resolve();
       return [
         workEvent(
           contract,

@@ -64,6 +64,11 @@ export interface SseConnection {
   readonly comments: string[];
   /** The next n events, waiting at most timeoutMs for them. */
   take(n: number, timeoutMs?: number): Promise<SseEvent[]>;
+  /**
+   * Resolves once `holds` is true of what arrived (checked now and at each arrival), waiting at
+   * most timeoutMs: a condition to wait for, where a fixed sleep would race a loaded machine.
+   */
+  until(holds: () => boolean, timeoutMs?: number): Promise<void>;
   /** Events received and not yet taken. */
   pending(): SseEvent[];
   /** Resolves when the server ends the stream. */
@@ -80,6 +85,21 @@ export function openSse(url: string, path: string, headers: Record<string, strin
     let endedResolve!: () => void;
     const ended = new Promise<void>((done) => (endedResolve = done));
     let buffer = '';
+    /** Wait for `holds`, woken by each arrival; `what` says what was awaited when it times out. */
+    const arrival = async (holds: () => boolean, timeoutMs: number, what: () => string) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!holds()) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`waited ${timeoutMs} ms for ${what()}`);
+        await new Promise<void>((done) => {
+          const timer = setTimeout(done, left);
+          wake = () => {
+            clearTimeout(timer);
+            done();
+          };
+        });
+      }
+    };
     const parse = () => {
       for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, at);
@@ -109,24 +129,20 @@ export function openSse(url: string, path: string, headers: Record<string, strin
         },
         comments,
         async take(n, timeoutMs = 10_000) {
-          const deadline = Date.now() + timeoutMs;
-          while (events.length < n) {
-            const left = deadline - Date.now();
-            if (left <= 0) {
-              throw new Error(
-                `waited ${timeoutMs} ms for ${n} events, got ${events.length}: ${JSON.stringify(events)}`,
-              );
-            }
-            await new Promise<void>((done) => {
-              const timer = setTimeout(done, left);
-              wake = () => {
-                clearTimeout(timer);
-                done();
-              };
-            });
-          }
+          await arrival(
+            () => events.length >= n,
+            timeoutMs,
+            () => `${n} events, got ${events.length}: ${JSON.stringify(events)}`,
+          );
           return events.splice(0, n);
         },
+        until: (holds, timeoutMs = 10_000) =>
+          arrival(
+            holds,
+            timeoutMs,
+            () =>
+              `a condition, got comments ${JSON.stringify(comments)} and events ${JSON.stringify(events)}`,
+          ),
         pending: () => [...events],
         ended,
         close: () => client.destroy(),

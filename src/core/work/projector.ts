@@ -148,6 +148,20 @@ function refuse(rule: WorkRule, message: string, data: Record<string, unknown> =
   });
 }
 
+/** How an item holds one attached reference: decided as it was last attached, in which attempt. */
+export interface AttachedEvidence {
+  readonly availability: EvidenceAvailability;
+  /** The item's attempt when the reference was last attached. */
+  readonly attempt: number;
+}
+
+interface MutableEvidence {
+  readonly key: string;
+  readonly ref: EvidenceRef;
+  availability: EvidenceAvailability;
+  attempt: number;
+}
+
 interface MutableItem {
   item_id: string;
   status: WorkItemStatus;
@@ -159,7 +173,7 @@ interface MutableItem {
   blocker: string | null;
   /** Interrupted after a possible write: only a person retries it. */
   review_required: boolean;
-  evidence: { ref: EvidenceRef; availability: EvidenceAvailability }[];
+  evidence: MutableEvidence[];
   evidence_keys: Set<string>;
   evidence_count: number;
 }
@@ -201,6 +215,18 @@ export class WorkProjector {
   /** The event recorded under this operation id, if the ledger holds one. */
   recordedOperation(operation_id: string): WorkEvent | undefined {
     return this.operations.get(operation_id);
+  }
+
+  /**
+   * The item's latest attach of this reference (canonically equal), while the item keeps it
+   * among its latest `evidenceKept`; undefined otherwise.
+   */
+  attachedEvidence(contract_id: string, item_id: string, ref: EvidenceRef): AttachedEvidence | undefined {
+    const item = this.contracts.get(contract_id)?.items.get(item_id);
+    const key = canonicalJson(ref);
+    if (!item?.evidence_keys.has(key)) return undefined;
+    const kept = item.evidence.find((attached) => attached.key === key);
+    return kept && { availability: kept.availability, attempt: kept.attempt };
   }
 
   /** Apply one entry; throws a conflict BatonError (data.rule) when it breaks an invariant. */
@@ -462,16 +488,24 @@ export class WorkProjector {
         const key = canonicalJson(kind.evidence);
         if (item.evidence_keys.has(key)) {
           // The same reference again is the same evidence, decided anew.
-          const kept = item.evidence.find((attached) => canonicalJson(attached.ref) === key);
-          if (kept) kept.availability = kind.availability;
+          const kept = item.evidence.find((attached) => attached.key === key);
+          if (kept) {
+            kept.availability = kind.availability;
+            kept.attempt = item.attempt;
+          }
           return;
         }
         item.evidence_keys.add(key);
-        item.evidence.push({ ref: kind.evidence, availability: kind.availability });
+        item.evidence.push({
+          key,
+          ref: kind.evidence,
+          availability: kind.availability,
+          attempt: item.attempt,
+        });
         item.evidence_count += 1;
         if (item.evidence.length > evidenceKept) {
           const dropped = item.evidence.shift()!;
-          item.evidence_keys.delete(canonicalJson(dropped.ref));
+          item.evidence_keys.delete(dropped.key);
         }
         return;
       }
