@@ -12,6 +12,7 @@ import { createToken } from '../../src/app/auth.ts';
 import { transitionItem, type WorkSnapshot } from '../../src/app/work.ts';
 import type { WorkItemStatus } from '../../src/core/work/model.ts';
 import { logIn, phone, project_id, screenshot, type WebServer, browserSuite } from './harness.ts';
+import { contractBody, revisedBody } from '../helpers/work-surface.ts';
 
 const hostile = '<img src=x onerror="window.__hacked=1">';
 
@@ -175,6 +176,39 @@ describe('the managed-work view', () => {
     expect(retried.attempt).toBe(2);
     expect(retried.status).not.toBe('cancelled');
     await expect(inspect.getAttribute('data-status')).resolves.toBe(retried.status);
+    expect(problems.errors).toEqual([]);
+  });
+
+  it('lets a person confirm a contract, answering its assumption at the revision they read', async () => {
+    await web.client.post('/v1/sessions', { session_id: 'fix-login', work_mode: 'managed' });
+    await web.client.post('/v1/sessions/fix-login/work/contracts', contractBody);
+    const { page, problems } = await open();
+    await logIn(page, web);
+    await openSession(page, 'fix-login');
+    const form = page.getByRole('form', { name: 'Confirm the contract' });
+    await expect(page.locator('.contract > h2 .badge').getAttribute('data-status')).resolves.toBe(
+      'awaiting_input',
+    );
+    const answer = form.getByRole('textbox', { name: 'Your answer to db' });
+    await answer.fill('staging, seeded last night');
+    // The contract is revised while the person answers: they read it before they confirm it.
+    await web.client.post('/v1/sessions/fix-login/work/revise', {
+      ...revisedBody,
+      previous_revision: 1,
+      assumptions: contractBody.assumptions,
+    });
+    await form.getByText('You are answering revision 1; revision 2 is current now.').waitFor();
+    expect(await form.getByRole('button', { name: 'Confirm revision 1' }).isDisabled()).toBe(true);
+    await form.getByRole('button', { name: 'I have read revision 2' }).click();
+    await expect(answer.inputValue()).resolves.toBe('staging, seeded last night');
+    await form.getByRole('button', { name: 'Confirm revision 2' }).click();
+    await page.locator('.contract > h2 .badge[data-status="active"]').waitFor();
+    expect(await page.getByRole('form', { name: 'Confirm the contract' }).count()).toBe(0);
+    const work = await web.client.call<WorkSnapshot>('GET', '/v1/sessions/fix-login/work');
+    expect(work.contract).toMatchObject({ revision: 2, status: 'active' });
+    expect(work.contract!.contract.assumptions).toEqual([
+      expect.objectContaining({ assumption_id: 'db', resolution: 'staging, seeded last night' }),
+    ]);
     expect(problems.errors).toEqual([]);
   });
 

@@ -80,6 +80,95 @@ function Evidence({
 interface ItemActions {
   readonly readOnly: boolean;
   readonly run: (contract_id: string, item_id: string, action: 'cancel' | 'retry') => Promise<void>;
+  /** confirm_work at the revision the person read, with their answers. */
+  readonly confirm: (
+    contract_id: string,
+    revision: number,
+    resolutions: { assumption_id: string; resolution: string }[],
+  ) => Promise<void>;
+}
+
+/**
+ * A person's confirmation of a draft, awaiting or blocked contract: an answer to each open
+ * assumption, sent against the revision they read. When the contract is revised meanwhile the
+ * form says so and keeps the answers; the person reads the new revision and confirms that.
+ */
+function ConfirmForm({ contract, actions }: { contract: ContractProjection; actions: ItemActions }) {
+  const t = useMessages();
+  const [seen, setSeen] = useState(contract.revision);
+  const [answers, setAnswers] = useState<Readonly<Record<string, string>>>({});
+  const [running, setRunning] = useState(false);
+  const [failure, setFailure] = useState<unknown>(null);
+  const open = contract.contract.assumptions.filter(
+    (assumption) => assumption.requires_confirmation && !assumption.resolution,
+  );
+  const behind = contract.revision !== seen;
+  const submit = async () => {
+    setRunning(true);
+    setFailure(null);
+    try {
+      const resolutions = open
+        .map((assumption) => ({
+          assumption_id: assumption.assumption_id,
+          resolution: (answers[assumption.assumption_id] ?? '').trim(),
+        }))
+        .filter((answer) => answer.resolution !== '');
+      await actions.confirm(contract.contract_id, seen, resolutions);
+    } catch (error) {
+      setFailure(error);
+    } finally {
+      setRunning(false);
+    }
+  };
+  return (
+    <form
+      className="panel confirm-form"
+      aria-labelledby="confirm-title"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void submit();
+      }}
+    >
+      <h3 id="confirm-title">{t.confirmTitle}</h3>
+      <p className="hint">{contract.status === 'blocked' ? t.resumeIntro : t.confirmIntro}</p>
+      {open.map((assumption) => (
+        <label key={assumption.assumption_id}>
+          <span>
+            <code>{shown(assumption.assumption_id)}</code> {shown(assumption.text)}
+          </span>
+          <textarea
+            aria-label={t.answerFor(assumption.assumption_id)}
+            required
+            rows={2}
+            maxLength={4000}
+            value={answers[assumption.assumption_id] ?? ''}
+            onChange={(event) => setAnswers({ ...answers, [assumption.assumption_id]: event.target.value })}
+          />
+        </label>
+      ))}
+      {behind && (
+        <p className="notice">
+          {t.revisedMeanwhile(seen, contract.revision)}{' '}
+          <button type="button" onClick={() => setSeen(contract.revision)}>
+            {t.readRevision(contract.revision)}
+          </button>
+        </p>
+      )}
+      <button
+        type="submit"
+        className="primary"
+        disabled={actions.readOnly || running || behind}
+        title={actions.readOnly ? t.readOnlyHint : undefined}
+      >
+        {t.confirmContract(seen)}
+      </button>
+      {failure !== null && (
+        <p className="error" role="alert">
+          {t.actionFailed}: {failureText(t, failure)}
+        </p>
+      )}
+    </form>
+  );
 }
 
 function ItemCard({
@@ -252,6 +341,9 @@ function ContractView({ contract, actions }: { contract: ContractProjection; act
         <p className="muted status-reason">{shown(contract.status_reason)}</p>
       )}
       <p className="hint">{t.untrustedWork}</p>
+      {contractTransitionAllowed('human', contract.status, 'active') && (
+        <ConfirmForm key={contract.contract_id} contract={contract} actions={actions} />
+      )}
       <h3>{t.objective}</h3>
       <p className="objective-text">{shown(contract.contract.objective)}</p>
       {contract.contract.constraints.length > 0 && (
@@ -383,18 +475,22 @@ export function SessionWork({
 }) {
   const t = useMessages();
   const { snapshot, failure, live, show } = useLiveWork(api, session_id);
+  /** Show the work a change answered; after a refusal, the work as it now is, then the refusal. */
+  const change = async (send: () => Promise<WorkSnapshot>): Promise<void> => {
+    try {
+      show(await send());
+    } catch (error) {
+      // A refused change is usually a view behind the ledger: show the work as it now is.
+      await api.work(session_id).then(show, () => undefined);
+      throw error;
+    }
+  };
   const actions: ItemActions = {
     readOnly,
-    run: async (contract_id, item_id, action) => {
-      const call = action === 'cancel' ? api.cancelItem : api.retryItem;
-      try {
-        show(await call(session_id, contract_id, item_id));
-      } catch (error) {
-        // A refused change is usually a view behind the ledger: show the work as it now is.
-        await api.work(session_id).then(show, () => undefined);
-        throw error;
-      }
-    },
+    run: (contract_id, item_id, action) =>
+      change(() => (action === 'cancel' ? api.cancelItem : api.retryItem)(session_id, contract_id, item_id)),
+    confirm: (contract_id, revision, resolutions) =>
+      change(() => api.confirmWork(session_id, { contract_id, revision, resolutions })),
   };
   return (
     <div className="session-work">

@@ -134,6 +134,14 @@ export function api(csrf: string, onUnauthorized: () => void) {
       post<WorkSnapshot>(item(session_id, item_id, 'cancel'), { contract_id }),
     retryItem: (session_id: string, contract_id: string, item_id: string) =>
       post<WorkSnapshot>(item(session_id, item_id, 'retry'), { contract_id }),
+    confirmWork: (
+      session_id: string,
+      input: {
+        contract_id: string;
+        revision: number;
+        resolutions: { assumption_id: string; resolution: string }[];
+      },
+    ) => post<WorkSnapshot>(`${session(session_id)}/work/confirm`, input),
     /**
      * A session's work events after a position, as the typed client reads them (the same reader):
      * the cookie and the CSRF secret authenticate the stream. It ends with a BatonError when the
