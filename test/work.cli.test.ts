@@ -209,7 +209,7 @@ describe('baton work on the local store', () => {
         ],
       },
     });
-    // The same reference again is still one piece of evidence; another one is the item's second.
+    // The same reference again writes nothing (a retry is safe); another one is the item's second.
     writeFileSync(
       join(dir, 'tool.json'),
       JSON.stringify({ type: 'tool_result', session_id: 's1', tool_use_id: 't1' }),
@@ -246,9 +246,9 @@ describe('baton work on the local store', () => {
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ type: 'hearsay' }));
     const bad = await baton('work', 'evidence', 's1', 'code', '--revision', '1', '--file', 'bad.json');
     expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining('invalid_input')]);
-    // The refusals wrote nothing: only the two attachments after the first.
+    // The refusals wrote nothing, nor did the same reference again: only tool.json was written.
     const shown = JSON.parse(ok(await baton('work', 'show', 's1', '--json')).stdout) as { position: number };
-    expect(shown.position).toBe(snapshot.position + 2);
+    expect(shown.position).toBe(snapshot.position + 1);
   });
 
   it('binds a session to a workstream: its contract that ends records a Task Outcome covering the accepted receipt', async () => {

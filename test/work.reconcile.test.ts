@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import * as work from '../src/app/work.ts';
+import { workConfigSchema } from '../src/core/work/config.ts';
 import { systemClock } from '../src/core/clock.ts';
 import type { Actor } from '../src/core/work/model.ts';
 import { expectBatonError } from '../src/store/conformance/store.conformance.ts';
@@ -50,7 +51,12 @@ for (const backend of backends) {
       const handle = await backend.open();
       opened.push(handle);
       await handle.store.createProject('acme');
-      const deps = { store: handle.store, clock: systemClock };
+      // Five items run at once: more than the default max_parallel of four.
+      const deps = {
+        store: handle.store,
+        clock: systemClock,
+        work: workConfigSchema.parse({ max_parallel: 8 }),
+      };
       await work.startSession(deps, 'acme', { session_id: 's-1', work_mode: 'managed' });
       await work.createContract(
         deps,

@@ -12,6 +12,7 @@ import { exportStream, importStream } from '../src/app/ledger.ts';
 import * as work from '../src/app/work.ts';
 import { systemClock } from '../src/core/clock.ts';
 import { deriveModelContext } from '../src/core/work/context.ts';
+import { workConfigSchema } from '../src/core/work/config.ts';
 import { controlBlockLimit } from '../src/core/work/control.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
 import type { Actor } from '../src/core/work/model.ts';
@@ -127,11 +128,11 @@ for (const backend of backends) {
 }
 
 /** Session s-1 of project acme on the first backend, started by the model's contract work-1. */
-async function sessionWith(contract: Record<string, unknown>) {
+async function sessionWith(contract: Record<string, unknown>, config: Record<string, unknown> = {}) {
   const handle = await backends[0]!.open();
   opened.push(handle);
   await handle.store.createProject('acme');
-  const deps = { store: handle.store, clock: systemClock };
+  const deps = { store: handle.store, clock: systemClock, work: workConfigSchema.parse(config) };
   await work.createContract(deps, 'acme', { session_id: 's-1', contract_id: 'work-1', ...contract }, model, {
     startSession: {},
   });
@@ -186,6 +187,27 @@ describe('path claims', () => {
     expect(after.contract?.items.find((item) => item.item_id === 'parser')?.status).toBe('running');
   });
 
+  it("an ended contract's item holds no claim", async () => {
+    const { deps, store, move } = await session();
+    await move('loader', 'running');
+    await store.append({ project_id: 'acme', kind: 'session', session_id: 's-1' }, [
+      {
+        type: 'work_event',
+        source_id: 'cancel',
+        content: ev.status('active', 'cancelled', 'human'),
+        metadata: { kind: 'work_event' },
+      },
+    ]);
+    await work.createContract(deps, 'acme', { session_id: 's-1', contract_id: 'work-2', ...claiming }, model);
+    const started = await work.transitionItem(
+      deps,
+      'acme',
+      { session_id: 's-1', contract_id: 'work-2', revision: 1, item_id: 'parser', to: 'running' },
+      model,
+    );
+    expect(started.contract?.items.find((item) => item.item_id === 'parser')?.status).toBe('running');
+  });
+
   it('overlapping claims serialize under concurrent starts: exactly one of them runs', async () => {
     const { deps, move } = await session();
     const results = await Promise.allSettled([move('loader', 'running'), move('parser', 'running')]);
@@ -195,6 +217,83 @@ describe('path claims', () => {
       code: 'conflict',
       data: { rule: 'path_claim_held' },
     });
+    const snapshot = await work.readWork(deps, 'acme', { session_id: 's-1' });
+    expect(snapshot.contract?.items.filter((item) => item.status === 'running')).toHaveLength(1);
+  });
+});
+
+describe('[work] max_parallel', () => {
+  const four = {
+    objective: 'four independent changes',
+    criteria: [{ criterion_id: 'ok', statement: 'ok', kind: { type: 'shell', command: 'true' } }],
+    items: ['a', 'b', 'c'].map((item_id) => ({ item_id, title: item_id, criterion_ids: ['ok'] })),
+  };
+
+  it('refuses a start beyond max_parallel running items, writes nothing, and lets it start once one finishes', async () => {
+    const deps = await sessionWith(four, { max_parallel: 2 });
+    const move = (item_id: string, to: 'running' | 'ready_for_verification' | 'blocked' | 'ready') =>
+      work.transitionItem(deps, 'acme', { session_id: 's-1', revision: 1, item_id, to }, model);
+    await move('a', 'running');
+    await move('b', 'running');
+    const stream = { project_id: 'acme', kind: 'session', session_id: 's-1' } as const;
+    const { head } = await deps.store.getStream(stream);
+    await expectBatonError(move('c', 'running'), 'conflict', {
+      rule: 'max_parallel',
+      item_id: 'c',
+      limit: 2,
+      running: [
+        { contract_id: 'work-1', item_id: 'a', status: 'running' },
+        { contract_id: 'work-1', item_id: 'b', status: 'running' },
+      ],
+    });
+    expect((await deps.store.getStream(stream)).head).toBe(head);
+    // A blocked item gives its slot back; a running one moving on does too.
+    await move('a', 'blocked');
+    await move('c', 'running');
+    await move('a', 'ready');
+    await expectBatonError(move('a', 'running'), 'conflict', { rule: 'max_parallel' });
+    await move('b', 'ready_for_verification');
+    const after = await move('a', 'running');
+    expect(
+      after.contract?.items.filter((item) => item.status === 'running').map((item) => item.item_id),
+    ).toEqual(['a', 'c']);
+  });
+
+  it("gives no slot to an ended contract's items", async () => {
+    const deps = await sessionWith(four, { max_parallel: 1 });
+    await work.transitionItem(
+      deps,
+      'acme',
+      { session_id: 's-1', revision: 1, item_id: 'a', to: 'running' },
+      model,
+    );
+    // A person cancels the whole contract while its item runs (no surface does; the ledger may hold it).
+    await deps.store.append({ project_id: 'acme', kind: 'session', session_id: 's-1' }, [
+      {
+        type: 'work_event',
+        source_id: 'cancel',
+        content: ev.status('active', 'cancelled', 'human'),
+        metadata: { kind: 'work_event' },
+      },
+    ]);
+    await work.createContract(deps, 'acme', { session_id: 's-1', contract_id: 'work-2', ...four }, model);
+    const started = await work.transitionItem(
+      deps,
+      'acme',
+      { session_id: 's-1', contract_id: 'work-2', revision: 1, item_id: 'a', to: 'running' },
+      model,
+    );
+    expect(started.contract?.items.find((item) => item.item_id === 'a')?.status).toBe('running');
+  });
+
+  it('lets exactly max_parallel of concurrent starts run', async () => {
+    const deps = await sessionWith(four, { max_parallel: 1 });
+    const results = await Promise.allSettled(
+      ['a', 'b', 'c'].map((item_id) =>
+        work.transitionItem(deps, 'acme', { session_id: 's-1', revision: 1, item_id, to: 'running' }, model),
+      ),
+    );
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
     const snapshot = await work.readWork(deps, 'acme', { session_id: 's-1' });
     expect(snapshot.contract?.items.filter((item) => item.status === 'running')).toHaveLength(1);
   });

@@ -54,7 +54,7 @@ import {
   type TerminalStatus,
 } from '../core/work/session.ts';
 import { retryFrom } from '../core/work/transitions.ts';
-import { checkClaims, holdingClaims } from '../core/work/claims.ts';
+import { checkClaims, checkParallel, holdingClaims } from '../core/work/claims.ts';
 import { childCapabilities } from '../core/work/lineage.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
@@ -965,7 +965,7 @@ export async function transitionItem(
   return commitWork(
     deps,
     sessionStream(project_id, parsed.session_id),
-    ({ projection, header, recordedOperation }) => {
+    ({ projection, header, config, recordedOperation }) => {
       const replay = operationReplay(
         parsed,
         recordedOperation,
@@ -977,6 +977,7 @@ export async function transitionItem(
       requireRevision(contract, parsed.revision);
       const item = findItem(contract, parsed.item_id);
       if (parsed.to === 'running' && !holdingClaims.has(item.status)) {
+        checkParallel(projection!, contract.contract_id, item.item_id, config.max_parallel);
         checkClaims(projection!, contract.contract_id, item.item_id, header?.workspace ?? null);
       }
       return [itemChange(contract, item, parsed.to, parsed.reason ?? '', actor, parsed.operation_id)];
@@ -1073,9 +1074,15 @@ export async function attachEvidence(
       const current = contract.items.find((candidate) => candidate.item_id === parsed.item_id);
       const held = attachedEvidence(contract.contract_id, parsed.item_id, parsed.evidence);
       let availability: EvidenceAvailability | undefined;
-      if (parsed.operation_id === undefined && held !== undefined && held.attempt === current?.attempt) {
+      // A retry names a revision it read: one the contract has not reached is no retry.
+      if (
+        parsed.operation_id === undefined &&
+        held !== undefined &&
+        held.attempt === current?.attempt &&
+        parsed.revision <= contract.revision
+      ) {
         availability = await resolve();
-        // Identical: whatever revision it names, the change it asks for is in the ledger.
+        // Identical: whatever earlier revision it names, the change it asks for is in the ledger.
         if (canonicalJson(availability) === canonicalJson(held.availability)) return [];
       }
       requireRevision(contract, parsed.revision);
