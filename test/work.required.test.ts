@@ -139,6 +139,32 @@ async function sessionWith(contract: Record<string, unknown>, config: Record<str
   return deps;
 }
 
+/**
+ * A person cancels session s-1's contract work-1 while its items run (no surface cancels a whole
+ * contract; the ledger may hold it), then the agent starts `item_id` of a new contract work-2.
+ */
+async function startInNextContract(
+  deps: Awaited<ReturnType<typeof sessionWith>>,
+  contract: object,
+  item_id: string,
+) {
+  await deps.store.append({ project_id: 'acme', kind: 'session', session_id: 's-1' }, [
+    {
+      type: 'work_event',
+      source_id: 'cancel',
+      content: ev.status('active', 'cancelled', 'human'),
+      metadata: { kind: 'work_event' },
+    },
+  ]);
+  await work.createContract(deps, 'acme', { session_id: 's-1', contract_id: 'work-2', ...contract }, model);
+  return work.transitionItem(
+    deps,
+    'acme',
+    { session_id: 's-1', contract_id: 'work-2', revision: 1, item_id, to: 'running' },
+    model,
+  );
+}
+
 describe('path claims', () => {
   const claiming = {
     objective: 'change the loader and its docs',
@@ -188,23 +214,9 @@ describe('path claims', () => {
   });
 
   it("an ended contract's item holds no claim", async () => {
-    const { deps, store, move } = await session();
+    const { deps, move } = await session();
     await move('loader', 'running');
-    await store.append({ project_id: 'acme', kind: 'session', session_id: 's-1' }, [
-      {
-        type: 'work_event',
-        source_id: 'cancel',
-        content: ev.status('active', 'cancelled', 'human'),
-        metadata: { kind: 'work_event' },
-      },
-    ]);
-    await work.createContract(deps, 'acme', { session_id: 's-1', contract_id: 'work-2', ...claiming }, model);
-    const started = await work.transitionItem(
-      deps,
-      'acme',
-      { session_id: 's-1', contract_id: 'work-2', revision: 1, item_id: 'parser', to: 'running' },
-      model,
-    );
+    const started = await startInNextContract(deps, claiming, 'parser');
     expect(started.contract?.items.find((item) => item.item_id === 'parser')?.status).toBe('running');
   });
 
@@ -267,22 +279,7 @@ describe('[work] max_parallel', () => {
       { session_id: 's-1', revision: 1, item_id: 'a', to: 'running' },
       model,
     );
-    // A person cancels the whole contract while its item runs (no surface does; the ledger may hold it).
-    await deps.store.append({ project_id: 'acme', kind: 'session', session_id: 's-1' }, [
-      {
-        type: 'work_event',
-        source_id: 'cancel',
-        content: ev.status('active', 'cancelled', 'human'),
-        metadata: { kind: 'work_event' },
-      },
-    ]);
-    await work.createContract(deps, 'acme', { session_id: 's-1', contract_id: 'work-2', ...four }, model);
-    const started = await work.transitionItem(
-      deps,
-      'acme',
-      { session_id: 's-1', contract_id: 'work-2', revision: 1, item_id: 'a', to: 'running' },
-      model,
-    );
+    const started = await startInNextContract(deps, four, 'a');
     expect(started.contract?.items.find((item) => item.item_id === 'a')?.status).toBe('running');
   });
 
