@@ -105,6 +105,11 @@ describe('typed client', () => {
     const ids = Object.values(document.paths)
       .flatMap((methods) => Object.values(methods).map((operation) => operation.operationId))
       .filter((operationId) => !notForClients.has(operationId));
+    // An operationId names one operation: OpenAPI requires it, and the client's methods are named by it.
+    const all = Object.values(document.paths).flatMap((methods) =>
+      Object.values(methods).map((operation) => operation.operationId),
+    );
+    expect(all.filter((id, at) => all.indexOf(id) !== at)).toEqual([]);
     expect(ids.length).toBe(operations.length + workEndpoints.length + 1);
     for (const operationId of ids) {
       expect(

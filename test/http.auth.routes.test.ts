@@ -106,6 +106,7 @@ const workBodies: Record<string, unknown> = {
   attach_work_evidence: { revision: 1, evidence: { type: 'child_session', session_id: 'x' } },
   query_work: { session_ids: [session_id] },
   cancel_work_items: { item_ids: ['code', 'docs'] },
+  end_work_session: { status: 'aborted' },
 };
 
 /**

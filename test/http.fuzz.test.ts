@@ -225,6 +225,12 @@ function workTargets(): Target[] {
       fields: { ...inPath, contract_id: 'string', item_ids: 'array', reason: 'string' },
       required: ['item_ids'],
     },
+    {
+      path: '/v1/sessions/s1/end',
+      valid: { status: 'aborted', reason: 'fuzz' },
+      fields: { ...inPath, status: 'string', reason: 'string' },
+      required: ['status'],
+    },
   ];
 }
 

@@ -47,6 +47,7 @@ function probes(w: Workstream): Record<string, Record<string, unknown>> {
     },
     work_request_input: { session_id, revision: 1, question: 'which database?' },
     work_verify: { session_id },
+    work_end: { session_id, status: 'aborted' },
   };
 }
 
@@ -109,7 +110,7 @@ for (const backend of backends) {
       const client = await connect(h.tokens.reader);
       const { tools } = await client.listTools();
       const writes = tools.filter((tool) => tool.annotations?.readOnlyHint !== true);
-      expect(writes.length).toBe(10);
+      expect(writes.length).toBe(11);
       for (const tool of tools) {
         const result = await call(client, tool.name, probes(w)[tool.name]!);
         if (writes.includes(tool)) {
@@ -167,6 +168,7 @@ for (const backend of backends) {
         work_attach_evidence: 'not_found',
         work_request_input: 'not_found',
         work_verify: 'not_found',
+        work_end: 'not_found',
       });
       expect(await snapshotHeads(h.deps.store, project_id)).toEqual(before);
     });

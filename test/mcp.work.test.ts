@@ -132,12 +132,13 @@ describe('managed work over MCP (stdio)', () => {
     rmSync(workspace, { recursive: true, force: true });
   });
 
-  it('lists the six work tools, each saying it grants no authority', async () => {
+  it('lists the seven work tools, each saying it grants no authority', async () => {
     const { tools } = await client.listTools();
     const work = tools.filter((tool) => workToolNames.includes(tool.name));
     expect(work.map((tool) => tool.name).sort()).toEqual(
       [
         'work_attach_evidence',
+        'work_end',
         'work_get',
         'work_request_input',
         'work_revise',
@@ -193,6 +194,8 @@ describe('managed work over MCP (stdio)', () => {
     );
     const gated = await good<{ gate: { decision: string } }>('work_get', { session_id });
     expect(gated.gate.decision).toBe('block');
+    // Ending the run completed is refused while the gate blocks.
+    await expectToolError('work_end', { session_id, status: 'completed' }, 'conflict', 'work_incomplete');
 
     expect((await move('ready_for_verification')).isError).toBeFalsy();
     // A client that asks for progress hears of each criterion as it starts (and may keep its
@@ -226,6 +229,13 @@ describe('managed work over MCP (stdio)', () => {
     );
     expect(passed.contract_status).toBe('completed');
     expect(passed.snapshot.gate.decision).toBe('allow');
+    // Now the run may end completed, once.
+    const ended = await good<{ projection: { terminal: { status: string } } }>('work_end', {
+      session_id,
+      status: 'completed',
+    });
+    expect(ended.projection.terminal.status).toBe('completed');
+    await expectToolError('work_end', { session_id, status: 'aborted' }, 'conflict', 'session_ended');
 
     // The client held each result to its tool's schema; the schemas refuse what they do not describe.
     const validator = new AjvJsonSchemaValidator();

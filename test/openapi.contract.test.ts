@@ -550,7 +550,9 @@ describe.each(servers)(
       );
       const generic =
         template === path
-          ? path.replace(/^\/v1\/sessions\/(?!work\/)[^/]+\/work/, '/v1/sessions/{session_id}/work')
+          ? path
+              .replace(/^\/v1\/sessions\/(?!work\/)[^/]+\/work/, '/v1/sessions/{session_id}/work')
+              .replace(/^\/v1\/sessions\/(?!work\/)[^/]+\/end$/, '/v1/sessions/{session_id}/end')
           : template;
       const paths = document.paths as Record<string, Record<string, Schema>>;
       const post = paths[generic]?.post;
@@ -734,6 +736,7 @@ describe.each(servers)(
       await run(`${s}/items/code/retry`, { contract_id: 'c1', reason: 'needed after all' });
       await run(`${s}/items/cancel`, { contract_id: 'c1', item_ids: ['code'], reason: 'not needed again' });
       await run('/v1/sessions/work/query', { session_ids: ['s1'] });
+      await run('/v1/sessions/p0/end', { status: 'aborted', reason: 'the run was stopped' });
       return probes;
     }
 

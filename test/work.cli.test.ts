@@ -376,6 +376,28 @@ describe('baton work on the local store', () => {
     expect(extra.stderr).toContain('takes options only');
   });
 
+  it('ends a session once, with exit codes 0, 1 and 2', async () => {
+    ok(await baton('session', 'start', 's1', '--mode', 'managed'));
+    ok(await baton('work', 'create', 's1', '--file', 'contract.json'));
+    const open = await baton('session', 'end', 's1', '--status', 'completed');
+    expect([open.code, open.stderr]).toEqual([1, expect.stringContaining('work_incomplete')]);
+    const ended = ok(
+      await baton('session', 'end', 's1', '--status', 'aborted', '--reason', 'stopped', '--json'),
+    );
+    expect(JSON.parse(ended.stdout)).toMatchObject({ projection: { terminal: { status: 'aborted' } } });
+    ok(await baton('session', 'end', 's1', '--status', 'aborted'));
+    const other = await baton('session', 'end', 's1', '--status', 'failed');
+    expect([other.code, other.stderr]).toEqual([1, expect.stringContaining('session_ended')]);
+    const missing = await baton('session', 'end', 's1');
+    expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('--status is required')]);
+    const bad = await baton('session', 'end', 's1', '--status', 'done');
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--status is one of completed')]);
+    const listed = JSON.parse(ok(await baton('session', 'list', '--json')).stdout) as {
+      sessions: { terminal: { status: string } | null }[];
+    };
+    expect(listed.sessions[0]!.terminal?.status).toBe('aborted');
+  });
+
   it('changes items with exit codes 0, 1 and 2 as the other commands', async () => {
     ok(await baton('session', 'start', 's1'));
     ok(await baton('work', 'create', 's1', '--file', 'contract.json'));

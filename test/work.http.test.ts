@@ -298,6 +298,18 @@ for (const backend of backends) {
         person('item_status_changed docs'),
       ]);
 
+      // The session ends once: completed is refused over open work, aborted is written, the same
+      // end again writes nothing, and another end is refused.
+      expectError(await post('/v1/sessions/s1/end', { status: 'completed' }), 409, 'conflict');
+      const ended = expectOk(await post('/v1/sessions/s1/end', { status: 'aborted', reason: 'stopped' }));
+      expect(ended.projection?.terminal).toEqual({ status: 'aborted', position: ended.position });
+      expect(expectOk(await post('/v1/sessions/s1/end', { status: 'aborted' })).position).toBe(
+        ended.position,
+      );
+      const again = expectError(await post('/v1/sessions/s1/end', { status: 'failed' }), 409, 'conflict');
+      expect(again).toMatchObject({ rule: 'session_ended', status: 'aborted' });
+      expectError(await post('/v1/sessions/s1/end', { status: 'done' }), 422, 'invalid_input');
+
       // Each 200 answer fits its endpoint's published result schema, and every endpoint answered.
       const answered = new Set<string>();
       for (const { method, path, reply } of answers.filter((answer) => answer.reply.status === 200)) {
@@ -456,6 +468,7 @@ for (const backend of backends) {
         [`${s}/items/code/evidence`, { revision: 1, evidence: { type: 'child_session', session_id: 'x' } }],
         [`${s}/items/cancel`, { item_ids: ['code', 'docs'] }],
         [`${s}/reconcile`, {}],
+        ['/v1/sessions/s1/end', { status: 'aborted' }],
       ] as const) {
         expectError(await post(path, body, rival), 404, 'not_found');
         refusedPaths.push(path);
@@ -494,7 +507,7 @@ for (const backend of backends) {
         (await post('/v1/sessions/work/query', { session_ids: ['s1'] }, reader)).body.sessions[0].work,
       ).toEqual(work);
       const writes = workEndpoints.filter((endpoint) => endpoint.access === 'write');
-      expect(writes.length).toBe(11);
+      expect(writes.length).toBe(12);
       for (const endpoint of writes) {
         const path = endpoint.path.replace(':session_id', 's1').replace(':item_id', 'code');
         const details = expectError(await post(path, {}, reader), 403, 'forbidden');
@@ -615,6 +628,7 @@ describe('the work routes in the OpenAPI document', () => {
       const doc = reply.json<{ paths: Record<string, Record<string, Record<string, any>>> }>(); // eslint-disable-line @typescript-eslint/no-explicit-any
       const expected: Record<string, [string, string, string[]]> = {
         '/v1/sessions': ['post', 'start_session', []],
+        '/v1/sessions/{session_id}/end': ['post', 'end_work_session', ['session_id']],
         '/v1/sessions/{session_id}/work': ['get', 'get_work', ['session_id']],
         '/v1/sessions/{session_id}/work/contracts': ['post', 'create_work', ['session_id']],
         '/v1/sessions/{session_id}/work/confirm': ['post', 'confirm_work', ['session_id']],

@@ -47,6 +47,7 @@ export async function listSessions(deps: AppDeps, project_id: string): Promise<L
           { ...info, position: loaded.head },
           loaded.header,
           loaded.projector.projection(),
+          loaded.projector.terminalMarker(),
         );
         return { ...summary, error: null };
       } catch (error) {

@@ -45,10 +45,12 @@ import {
 } from '../core/work/projector.ts';
 import { isEndedContractStatus } from '../core/work/outcome.ts';
 import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.ts';
+import { workGate } from '../core/work/gate.ts';
 import { itemChange, readinessEvents, workEvent } from '../core/work/runtime.ts';
 import {
   sessionCapabilitiesSchema,
   sessionEntrySchemas,
+  terminalStatuses,
   workModes,
   type SessionHeader,
   type TerminalStatus,
@@ -448,6 +450,8 @@ interface Decision {
   readonly recordedOperation: (operation_id: string) => WorkEvent | undefined;
   /** How the item holds this reference, if it was attached to it (and is still kept). */
   readonly attachedEvidence: WorkProjector['attachedEvidence'];
+  /** The session's terminal marker, if it has ended. */
+  readonly terminal: ReturnType<WorkProjector['terminalMarker']>;
 }
 
 /** Session entries other than work events (a checkpoint, a tool result) to append before the events. */
@@ -504,6 +508,7 @@ export async function commitWork(
       config,
       recordedOperation: (operation_id) => projector.recordedOperation(operation_id),
       attachedEvidence: (contract_id, item_id, ref) => projector.attachedEvidence(contract_id, item_id, ref),
+      terminal: projector.terminalMarker(),
     });
     const { entries, events: primary } = Array.isArray(decided) ? { entries: [], events: decided } : decided;
     if (primary.length === 0 && entries.length === 0) return snapshot(stream, loaded.head, projector);
@@ -1231,6 +1236,110 @@ export async function reconcileWork(
     reconciled.projection?.contracts ?? [],
   );
   return withWarnings(reconciled, warnings);
+}
+
+export const endSessionFields = {
+  session_id: sessionIdSchema,
+  status: z.enum(terminalStatuses),
+  reason: z.string().max(4000).optional(),
+};
+
+/**
+ * Let a parent observe a child that just ended: the parent's running items delegated to that
+ * child are reconciled with its terminal marker (completed → attached and ready for
+ * verification, anything else → failed), and nothing else of the parent is touched.
+ */
+async function observeChild(
+  deps: AppDeps,
+  project_id: string,
+  parent_session_id: string,
+  child_session_id: string,
+): Promise<void> {
+  await commitWork(deps, sessionStream(project_id, parent_session_id), async ({ head, projection }) => {
+    const events: WorkEventInput[] = [];
+    for (const contract of projection?.contracts ?? []) {
+      const delegated = contract.items.some(
+        (item) => item.status === 'running' && item.child_session_id === child_session_id,
+      );
+      if (!delegated) continue;
+      const state = await childSessionState(deps, project_id, child_session_id, parent_session_id);
+      const ref = { type: 'child_session' as const, session_id: child_session_id };
+      const availability =
+        state.exists && state.terminal === 'completed'
+          ? await resolveEvidence(deps, { project_id, session_id: parent_session_id, head }, ref)
+          : undefined;
+      events.push(
+        ...reconcileEvents(
+          contract,
+          new Map([[child_session_id, state]]),
+          () => availability ?? { status: 'available' },
+          child_session_id,
+        ),
+      );
+    }
+    return events;
+  });
+}
+
+/**
+ * End a session: append its terminal marker (completed, failed, aborted or max_turns), once
+ * (docs/managed-work.md, "Ending a session"). The same end again writes nothing; another one is
+ * refused `conflict`, rule `session_ended`. `completed` is refused, rule `work_incomplete`, while
+ * the session's own completion gate blocks: a run that leaves its contract open did not complete
+ * (end it `aborted` or `failed`). A child session's parent then observes the end at once: its
+ * items delegated to this child are reconciled, and a failure to do so is a warning
+ * (`parent_not_reconciled`) beside the end, which stands; reconciling the parent again repeats it.
+ */
+export async function endSession(deps: AppDeps, project_id: string, input: unknown): Promise<WorkSnapshot> {
+  const parsed = parse(endSessionFields, input, 'session end');
+  /** The parent the session's header names, as read when the end was decided. */
+  const lineage: { parent: string | null } = { parent: null };
+  const ended = await commitWork(
+    deps,
+    sessionStream(project_id, parsed.session_id),
+    ({ projection, header, terminal }) => {
+      lineage.parent = header?.parent_session_id ?? null;
+      if (terminal !== null) {
+        if (terminal.status === parsed.status) return [];
+        throw new BatonError(
+          'conflict',
+          `session ${parsed.session_id} already ended ${terminal.status} (ledger position ${terminal.position}); a session ends once`,
+          { rule: 'session_ended', status: terminal.status, position: terminal.position },
+        );
+      }
+      if (parsed.status === 'completed') {
+        const gate = workGate(projection, { live_children: [], checkpoint: null });
+        if (gate.decision === 'block') {
+          throw new BatonError(
+            'conflict',
+            `session ${parsed.session_id} cannot end completed while contract "${gate.contract_id}" is ${gate.status}: finish and verify it, or end the session aborted or failed`,
+            {
+              rule: 'work_incomplete',
+              contract_id: gate.contract_id,
+              status: gate.status,
+              reasons: gate.reasons,
+            },
+          );
+        }
+      }
+      const content = { schema: 'baton.terminal/v1', status: parsed.status, reason: parsed.reason ?? '' };
+      return { entries: [{ type: 'terminal', content }], events: [] };
+    },
+  );
+  const { parent } = lineage;
+  if (parent === null) return ended;
+  try {
+    await observeChild(deps, project_id, parent, parsed.session_id);
+    return ended;
+  } catch (error) {
+    if (!(error instanceof BatonError)) throw error;
+    return withWarnings(ended, [
+      {
+        code: 'parent_not_reconciled',
+        message: `parent session ${parent} did not take this end in: ${error.message}; baton work reconcile ${parent} tries again`,
+      },
+    ]);
+  }
 }
 
 export async function cancelItem(

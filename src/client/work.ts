@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import type {
   confirmFields,
   createContractFields,
+  endSessionFields,
   evidenceFields,
   itemFields,
   reassignFields,
@@ -50,6 +51,7 @@ export type ReassignWorkItemInput = Fields<typeof reassignFields>;
 export type AttachWorkEvidenceInput = Fields<typeof evidenceFields>;
 export type QueryWorkInput = Fields<typeof queryWorkFields>;
 export type CancelWorkItemsInput = Fields<typeof cancelItemsFields>;
+export type EndSessionInput = Fields<typeof endSessionFields>;
 
 export interface WorkMethods {
   /** GET /v1/sessions: the project's sessions, newest first, each summarized. */
@@ -68,6 +70,8 @@ export interface WorkMethods {
   cancelWorkItem(input: WorkItemInput): Promise<WorkSnapshot>;
   reassignWorkItem(input: ReassignWorkItemInput): Promise<WorkSnapshot>;
   attachWorkEvidence(input: AttachWorkEvidenceInput): Promise<WorkSnapshot>;
+  /** POST /v1/sessions/{session_id}/end: the terminal marker, once; a parent observes it at once. */
+  endWorkSession(input: EndSessionInput): Promise<WorkSnapshot>;
   /** Up to 100 sessions; each answers its work or its own error. */
   queryWork(input: QueryWorkInput): Promise<QueryWorkResult>;
   /** Up to 100 items of one session; each answers its own result. */
@@ -110,6 +114,7 @@ export function workMethods(request: Request, origin: string): WorkMethods {
     cancelWorkItem: call('cancel_work_item'),
     reassignWorkItem: call('reassign_work_item'),
     attachWorkEvidence: call('attach_work_evidence'),
+    endWorkSession: call('end_work_session'),
     queryWork: call('query_work'),
     cancelWorkItems: call('cancel_work_items'),
   };

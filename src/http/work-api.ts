@@ -17,6 +17,8 @@ import {
   createContract,
   createContractFields,
   createContractFieldsFor,
+  endSession,
+  endSessionFields,
   evidenceFields,
   itemFields,
   readWork,
@@ -286,6 +288,18 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     fields: evidenceFields,
     output: workResultSchemas.workSnapshot,
     run: (deps, project_id, input, actor) => attachEvidence(deps, project_id, input, actor),
+  },
+  {
+    operationId: 'end_work_session',
+    method: 'POST',
+    path: '/v1/sessions/:session_id/end',
+    params: session,
+    summary:
+      "End the session with its terminal marker (completed, failed, aborted or max_turns), once: the same end again is a no-op, another one 409 session_ended; completed over open work is 409 work_incomplete. A child session's parent reconciles its items delegated to it at once.",
+    access: 'write',
+    fields: endSessionFields,
+    output: workResultSchemas.workSnapshot,
+    run: (deps, project_id, input) => endSession(deps, project_id, input),
   },
   {
     operationId: 'query_work',

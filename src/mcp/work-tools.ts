@@ -21,6 +21,8 @@ import { verifyWork, type CriterionProgress } from '../app/verify.ts';
 import {
   attachEvidence,
   createContract,
+  endSession,
+  endSessionFields,
   evidenceFields,
   readWork,
   requestInput,
@@ -224,6 +226,19 @@ const workTools: readonly WorkTool[] = [
     output: workResultSchemas.gatedWorkSnapshot,
     run: async (options, args, actor) =>
       withGate(await requestInput(options.deps, options.principal.project_id, args, actor)),
+  },
+  {
+    name: 'work_end',
+    title: 'End the session',
+    when: 'Call it when your run ends, once: completed only after work_get allows stopping; aborted, failed or max_turns when you stop without finishing. A child session ending tells its parent at once.',
+    summary:
+      "Record the session's terminal marker (completed, failed, aborted or max_turns), once. completed is refused (work_incomplete) while the contract is open. When the session is a child, the parent's item delegated to it goes up for verification (completed) or fails (anything else).",
+    access: 'write',
+    idempotent: true,
+    input: z.strictObject(endSessionFields),
+    output: workResultSchemas.gatedWorkSnapshot,
+    run: async (options, args) =>
+      withGate(await endSession(options.deps, options.principal.project_id, args)),
   },
   {
     name: 'work_verify',

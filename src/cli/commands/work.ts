@@ -12,7 +12,7 @@ import { workItemStatuses } from '../../core/work/model.ts';
 import type { WorkSnapshot } from '../../app/work.ts';
 import type { SessionHeader } from '../../core/work/session.ts';
 import { receiptRef } from '../refs.ts';
-import { workModes } from '../../core/work/session.ts';
+import { terminalStatuses, workModes } from '../../core/work/session.ts';
 import { findWorkEndpoint, mergeParams } from '../../http/work-api.ts';
 import {
   bulkLimit,
@@ -216,6 +216,41 @@ ${transportHelp}`,
   async run(context) {
     const result = (await callWork(context, 'list_sessions', {})) as ListSessionsResult;
     context.print(result, () => render.sessions(result));
+  },
+};
+
+const sessionEnd: Command = {
+  positionals: true,
+  summary: "end a session with its terminal marker, once; a child's parent takes the end in at once",
+  usage: `baton session end <session> --status STATUS [--reason TEXT] [--json] [options]
+
+  SESSION               the session id
+  --status STATUS       ${terminalStatuses.join(', ')}: how the run ended
+  --reason TEXT         why, in a few words (kept with the marker)
+  --json                the session's WorkSnapshot exactly as POST /v1/sessions/{id}/end answers it
+
+A session ends once: the same end again changes nothing, another one is refused (exit 1,
+conflict session_ended). completed is refused (conflict work_incomplete) while the session's
+contract is open: finish and verify it, or end the session aborted or failed. When the session is
+a child, its parent's items delegated to it are decided at once: completed puts them up for
+verification, any other end fails them.
+${configHelp}
+${transportHelp}`,
+  examples: [
+    'baton session end fix-login-tests --status completed',
+    'baton session end fix-login --status aborted --reason "stopped by the user"',
+  ],
+  fields: { status: '--status', reason: '--reason' },
+  options: { ...transportOptions, ...configOption, status: { type: 'string' }, reason: { type: 'string' } },
+  async run(context) {
+    const [session_id] = positionals(context, ['SESSION']);
+    const status = oneOf(context.values, 'status', terminalStatuses);
+    if (status === undefined)
+      throw new UsageError(`--status is required: one of ${terminalStatuses.join(', ')}`);
+    printWork(
+      context,
+      await callWork(context, 'end_work_session', { session_id, status, ...reason(context) }),
+    );
   },
 };
 
@@ -595,6 +630,7 @@ ${commonHelp}`,
 export const sessionCommands: Record<string, Command> = {
   'session start': sessionStart,
   'session list': sessionList,
+  'session end': sessionEnd,
 };
 
 export const workCommands: Record<string, Command> = {

@@ -87,7 +87,9 @@ export type WorkWarningCode =
   | 'unreconciled_running'
   | 'stale_verdict'
   /** A bound session's ended contract whose Task Outcome could not be recorded (src/app/work-outcome.ts). */
-  | 'outcome_not_recorded';
+  | 'outcome_not_recorded'
+  /** A child session ended but its parent's items could not be reconciled with it (src/app/work.ts, endSession). */
+  | 'parent_not_reconciled';
 
 export interface WorkWarning {
   readonly code: WorkWarningCode;
@@ -227,6 +229,11 @@ export class WorkProjector {
     if (!item?.evidence_keys.has(key)) return undefined;
     const kept = item.evidence.find((attached) => attached.key === key);
     return kept && { availability: kept.availability, attempt: kept.attempt };
+  }
+
+  /** The session's latest terminal marker, whether or not it has work. */
+  terminalMarker(): { readonly status: TerminalStatus; readonly position: number } | null {
+    return this.terminal;
   }
 
   /** Apply one entry; throws a conflict BatonError (data.rule) when it breaks an invariant. */

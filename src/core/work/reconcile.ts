@@ -31,17 +31,22 @@ export function retrySafe(definition: Pick<WorkItemDefinition, 'readonly' | 'pat
 
 /**
  * The runtime events that reconcile a contract's running items. `children` holds the state of
- * each child session an item names; `availability` is how an attached child resolves.
+ * each child session an item names; `availability` is how an attached child resolves. With
+ * `onlyChild`, only the items delegated to that child are decided: the others are left as they
+ * are, since nothing was learnt about them.
  */
 export function reconcileEvents(
   contract: ContractProjection,
   children: ReadonlyMap<string, ChildSessionState>,
   availability: (session_id: string) => EvidenceAvailability = () => ({ status: 'available' }),
+  /** Only the items delegated to this child session (a child that just ended); default every item. */
+  onlyChild?: string,
 ): WorkEventInput[] {
   if (terminalContractStatuses.has(contract.status)) return [];
   const events: WorkEventInput[] = [];
   for (const item of contract.items) {
     if (item.status !== 'running') continue;
+    if (onlyChild !== undefined && item.child_session_id !== onlyChild) continue;
     const definition = contract.contract.items.find((candidate) => candidate.item_id === item.item_id)!;
     events.push(...reconcileItem(contract, item, definition, children, availability));
   }

@@ -95,6 +95,8 @@ export function summarizeSession(
   stream: { readonly session_id: string; readonly created_at: string; readonly position: number },
   header: SessionHeader | null,
   projection: WorkProjection | null,
+  /** The session's terminal marker (a session without work has no projection to carry it). */
+  terminal: SessionSummary['terminal'] = projection?.terminal ?? null,
 ): SessionSummary {
   const shown = shownContract(projection);
   return {
@@ -104,7 +106,7 @@ export function summarizeSession(
     parent_session_id: header?.parent_session_id ?? null,
     work_mode: header?.work_mode ?? null,
     scope_id: header?.scope_id ?? null,
-    terminal: projection?.terminal ?? null,
+    terminal,
     contracts: projection?.contracts.length ?? 0,
     contract: shown ? summarizeContract(shown) : null,
   };
