@@ -4,33 +4,21 @@
  * coverage) and Revision history of the continuity spec. "Another client" is the HTTP API
  * called with a bearer token, as the CLI or an agent would call it.
  */
-import type { Browser, Locator, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { launchBrowser, logIn, newPage, openWorkspace, startWeb, type WebServer } from './harness.ts';
+import type { Locator, Page } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { browserSuite, logIn, openWorkspace, type WebServer } from './harness.ts';
 
 describe('the receiver side, the continuity footer and the revision trail', () => {
-  let browser: Browser;
+  const suite = browserSuite();
   let web: WebServer;
   let page: Page;
   let errors: string[];
-  let closeContext: () => Promise<void>;
 
-  beforeAll(async () => {
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser.close();
-  });
   beforeEach(async () => {
-    web = await startWeb();
-    const opened = await newPage(browser);
+    web = suite.web;
+    const opened = await suite.open();
     page = opened.page;
     errors = opened.problems.errors;
-    closeContext = () => opened.context.close();
-  });
-  afterEach(async () => {
-    await closeContext();
-    await web.dispose();
   });
 
   const receiver = () => page.getByRole('region', { name: 'Can I take it?' });

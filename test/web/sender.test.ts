@@ -4,40 +4,23 @@
  * The failed commit is made real with Playwright's request routing: the browser's commit
  * request is aborted once (before, or after, the server handled it), as a dropped connection.
  */
-import type { Browser, Page, Request } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  loads,
-  logIn,
-  newPage,
-  openWorkspace,
-  sleep,
-  startWeb,
-  type WebServer,
-} from './harness.ts';
+import type { Page, Request } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { browserSuite, loads, logIn, openWorkspace, sleep, type WebServer } from './harness.ts';
 
 describe('the sender card and the automatic refresh', () => {
-  let browser: Browser;
+  const suite = browserSuite();
   let web: WebServer;
   let page: Page;
   let errors: string[];
-  let closeContext: () => Promise<void>;
   /** Every write the page sent: method, path and JSON body. */
   let writes: { path: string; body: Record<string, unknown> }[];
 
-  beforeAll(async () => {
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser.close();
-  });
   beforeEach(async () => {
-    web = await startWeb();
-    const opened = await newPage(browser);
+    web = suite.web;
+    const opened = await suite.open();
     page = opened.page;
     errors = opened.problems.errors;
-    closeContext = () => opened.context.close();
     writes = [];
     page.on('request', (request: Request) => {
       const path = new URL(request.url()).pathname;
@@ -52,10 +35,6 @@ describe('the sender card and the automatic refresh', () => {
     });
     await logIn(page, web);
     await openWorkspace(page, 'relay');
-  });
-  afterEach(async () => {
-    await closeContext();
-    await web.dispose();
   });
 
   const card = () => page.getByRole('region', { name: 'What am I handing off?' });

@@ -3,32 +3,19 @@
  * leaves behind, a session that ends under a write, a double click on a choice, and views
  * whose load failed or that name nothing.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createToken } from '../../src/app/auth.ts';
-import { Client, launchBrowser, logIn, newPage, openWorkspace, startWeb, type WebServer } from './harness.ts';
+import { browserSuite, Client, logIn, openWorkspace, type WebServer } from './harness.ts';
 
 describe('the page across sessions and failures', () => {
-  let browser: Browser;
+  const suite = browserSuite();
   let web: WebServer;
   let page: Page;
-  let closeContext: () => Promise<void>;
 
-  beforeAll(async () => {
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser.close();
-  });
   beforeEach(async () => {
-    web = await startWeb();
-    const opened = await newPage(browser);
-    page = opened.page;
-    closeContext = () => opened.context.close();
-  });
-  afterEach(async () => {
-    await closeContext();
-    await web.dispose();
+    web = suite.web;
+    page = (await suite.open()).page;
   });
 
   const card = () => page.getByRole('region', { name: 'What am I handing off?' });
