@@ -318,6 +318,36 @@ describe('baton work on the local store', () => {
     expect(continuity).toMatchObject({ outcome_state: 'covered', counts: { 'task-outcome': 1 } });
   });
 
+  it('ends an interrupted bound session with a prepared Handoff, and the commands it prints read and publish it', async () => {
+    ok(await baton('handoff', 'Fix the login redirect', '--scope', 'login-work'));
+    ok(await baton('session', 'start', 's2', '--mode', 'managed', '--scope', 'login-work'));
+    ok(await baton('work', 'create', 's2', '--file', 'contract.json'));
+    const ended = ok(
+      await baton('session', 'end', 's2', '--status', 'max_turns', '--reason', 'out of turns'),
+    );
+    const lines = ended.stdout.split('\n');
+    expect(lines[1]).toMatch(
+      /^Handoff prepared for whoever continues, in workstream login-work on revision 1 \(boundary managed-work:\S+:interrupted-boundary\), not committed:$/,
+    );
+    const read = /^ {2}read it: {4}baton (.+)$/.exec(lines[2]!)?.[1];
+    const publish = /^ {2}publish it: baton (.+)$/.exec(lines[3]!)?.[1];
+    expect(read).toMatch(/^continue --scope login-work --prepared sha256:[0-9a-f]{64}$/);
+    expect(publish).toBe(`${read!.replace('continue', 'commit')} --expected-head 1`);
+    expect(ok(await baton(...read!.split(' '))).stdout).toContain(
+      'Confirm contract c1 revision 1 in managed session s2, answering its open assumptions',
+    );
+    expect(ok(await baton('session', 'list')).stdout).toContain(`  ${lines[1]}`);
+    ok(await baton(...publish!.split(' ')));
+    const continued = JSON.parse(ok(await baton('continue', '--scope', 'login-work', '--json')).stdout) as {
+      selection: { revision: number };
+      handoff: { statements: { text: string }[] };
+    };
+    expect(continued.selection.revision).toBe(2);
+    expect(continued.handoff.statements[0]!.text).toContain(
+      'Managed session s2 ended max_turns (out of turns)',
+    );
+  });
+
   it('shows several sessions in one query and cancels several items in one call, each entry answering for itself', async () => {
     ok(await baton('session', 'start', 's1'));
     ok(await baton('work', 'create', 's1', '--file', 'contract.json'));

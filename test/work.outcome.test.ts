@@ -8,15 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  acknowledgeHandoff,
-  handoffCurrentWork,
-  readContinuity,
-  recordTaskOutcome,
-} from '../src/app/continuity.ts';
+import { acknowledgeHandoff, readContinuity, recordTaskOutcome } from '../src/app/continuity.ts';
 import type { AppDeps } from '../src/app/deps.ts';
 import { stopGate } from '../src/app/gate.ts';
-import { commitHandoff } from '../src/app/handoffs.ts';
 import { captureSource, retractSource } from '../src/app/sources.ts';
 import { verifyWork } from '../src/app/verify.ts';
 import * as work from '../src/app/work.ts';
@@ -26,16 +20,13 @@ import type { Actor } from '../src/core/work/model.ts';
 import { contractOutcomeSourceIds } from '../src/core/work/outcome.ts';
 import { collect, expectBatonError } from '../src/store/conformance/store.conformance.ts';
 import { backends, overriding, type OpenedStore } from './helpers/stores.ts';
+import { allConfirmed, commitFirstRevision } from './helpers/workstream.ts';
 
 const project_id = 'acme';
 const scope_id = 'login-work';
 const at = { project_id, scope_id };
 const model: Actor = { type: 'model', id: 'agent' };
-const confirmed = {
-  live_workspace: 'confirmed',
-  capability: 'confirmed',
-  authorization: 'confirmed',
-} as const;
+const confirmed = allConfirmed;
 
 for (const backend of backends) {
   describe(`a managed session bound to a workstream, on ${backend.name}`, () => {
@@ -51,15 +42,7 @@ for (const backend of backends) {
       workspace = mkdtempSync(join(tmpdir(), 'baton-outcome-'));
       writeFileSync(join(workspace, 'login.ts'), 'export {}\n');
       // Revision 1 of the workstream, accepted by the agent that will run the session.
-      const prepared = await handoffCurrentWork(deps, {
-        ...at,
-        source_id: 'boundary-1',
-        objective: 'Fix the login redirect',
-        current_state: [{ text: 'The redirect loops', basis: 'declared' }],
-        disposition: 'continue',
-        next_action: { text: 'Fix the redirect and its test', basis: 'declared' },
-      });
-      await commitHandoff(deps, { ...at, prepared: prepared.digest, expected_head: 0 });
+      await commitFirstRevision(deps, at);
       accepted = (
         await acknowledgeHandoff(deps, {
           ...at,

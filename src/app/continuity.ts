@@ -13,6 +13,7 @@ import { answersAcknowledgement } from '../core/continuity/retry.ts';
 import { projectContinuity, type WorkContinuity } from '../core/continuity/projection.ts';
 import {
   boundaryFields,
+  boundarySchema,
   outcomeFields,
   outcomeSchema,
   readWorkRecord,
@@ -22,6 +23,7 @@ import {
   workContractFields,
   workKinds,
   type Boundary,
+  type BoundaryContent,
   type HandoffReceipt,
   type TaskOutcome,
   type WorkContract,
@@ -147,7 +149,33 @@ export interface HandoffCurrentWorkResult extends PreparedResult {
  */
 export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise<HandoffCurrentWorkResult> {
   const { at, fields } = split(parseRecord(boundaryInput, input, 'handoff boundary'));
-  const boundary = { schema: 'baton.handoff-boundary/v1', ...fields } as Boundary;
+  return finalizeBoundary(deps, at, { schema: 'baton.handoff-boundary/v1', ...fields });
+}
+
+const runtimeBoundarySchema = withBlockedRule(boundarySchema);
+
+/**
+ * handoff_current_work for Baton's own managed-work runtime (src/app/work-outcome.ts: an
+ * interrupted bound session): the same rules, under a source id of the prefix callers may not use.
+ */
+export async function prepareRuntimeHandoff(
+  deps: AppDeps,
+  at: { project_id: string; scope_id: string; source_id: string },
+  fields: BoundaryContent,
+): Promise<HandoffCurrentWorkResult> {
+  const boundary: Boundary = parseRecord(
+    runtimeBoundarySchema,
+    { schema: 'baton.handoff-boundary/v1', ...fields },
+    'handoff boundary',
+  );
+  return finalizeBoundary(deps, at, boundary);
+}
+
+async function finalizeBoundary(
+  deps: AppDeps,
+  at: { project_id: string; scope_id: string; source_id: string },
+  boundary: Boundary,
+): Promise<HandoffCurrentWorkResult> {
   const handoff = (boundaryRef: SourceRef[]) => ({
     objective: boundary.objective,
     disposition: boundary.disposition,

@@ -244,6 +244,23 @@ const contractProjection = z.object({
   events: whole,
 });
 
+/**
+ * A session's terminal marker: how it ended, where, and the Handoff an interrupted bound session
+ * prepared for whoever continues (commit_handoff publishes it with expected_head base_revision).
+ */
+export const terminalMarkerSchema = z.object({
+  status: z.enum(terminalStatuses),
+  position: whole,
+  handoff: z
+    .object({
+      scope_id: z.string(),
+      boundary_ref: sourceRef,
+      prepared_digest: digest,
+      base_revision: whole,
+    })
+    .optional(),
+});
+
 const workSnapshot = z.object({
   session_id: z.string(),
   position: whole,
@@ -253,7 +270,7 @@ const workSnapshot = z.object({
       active_contract_id: z.string().nullable(),
       position: whole,
       latest_checkpoint: z.string().nullable(),
-      terminal: z.object({ status: z.enum(terminalStatuses), position: whole }).nullable(),
+      terminal: terminalMarkerSchema.nullable(),
     })
     .nullable(),
   contract: contractProjection.nullable(),

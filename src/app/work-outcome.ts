@@ -15,8 +15,13 @@ import {
   isEndedContractStatus,
 } from '../core/work/outcome.ts';
 import type { ContractProjection, WorkWarning } from '../core/work/projector.ts';
-import type { SessionHeader } from '../core/work/session.ts';
-import { recordRuntimeOutcome } from './continuity.ts';
+import {
+  interruptedBoundary,
+  interruptionSourceIds,
+  type InterruptionStatus,
+} from '../core/work/interruption.ts';
+import type { InterruptionHandoff, SessionHeader } from '../core/work/session.ts';
+import { prepareRuntimeHandoff, recordRuntimeOutcome } from './continuity.ts';
 import type { AppDeps } from './deps.ts';
 
 /** Records the Task Outcome of one ended contract of a bound session; its receipt. */
@@ -78,4 +83,46 @@ export async function recordEndedContracts(
     }
   }
   return warnings;
+}
+
+/**
+ * The Handoff an interrupted bound session prepares for whoever continues (docs/managed-work.md,
+ * "An interrupted bound session"): the contract's verdicts stored in the workstream, then the
+ * boundary through handoff_current_work's own rules, citing them, and a Prepared Handoff on the
+ * workstream's current head. Nothing is committed: commit_handoff publishes it, by its digest.
+ */
+export async function prepareInterruptionHandoff(
+  deps: AppDeps,
+  project_id: string,
+  end: {
+    readonly session_id: string;
+    readonly scope_id: string;
+    /** The session's head the end is decided on. */
+    readonly head: number;
+    readonly status: InterruptionStatus;
+    readonly reason: string;
+  },
+  contract: ContractProjection,
+): Promise<InterruptionHandoff> {
+  const { session_id, scope_id, status, reason } = end;
+  const ids = interruptionSourceIds({ ...end, contract_id: contract.contract_id });
+  const verdicts = await deps.store.captureSource(
+    { project_id, scope_id },
+    {
+      source_id: ids.verdicts,
+      content: contractVerdicts(session_id, contract),
+      metadata: { kind: managedWorkVerdictsKind },
+    },
+  );
+  const prepared = await prepareRuntimeHandoff(
+    deps,
+    { project_id, scope_id, source_id: ids.boundary },
+    interruptedBoundary({ session_id, status, reason, contract, verdicts: verdicts.source_ref }),
+  );
+  return {
+    scope_id,
+    boundary_ref: prepared.boundary_receipt.source_ref,
+    prepared_digest: prepared.digest,
+    base_revision: prepared.prepared_handoff.base_revision,
+  };
 }

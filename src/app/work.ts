@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../core/canonical.ts';
 import { BatonError, isBatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
-import type { JsonValue } from '../core/json.ts';
+import type { JsonObject, JsonValue } from '../core/json.ts';
 import type { Entry, EntryInput } from '../core/ledger/entry.ts';
 import { scopeIdSchema, sessionIdSchema, type StreamKey } from '../core/ledger/names.ts';
 import { sourceRefSchema, type SourceRef } from '../core/ledger/source.ts';
@@ -43,6 +43,7 @@ import {
   type WorkProjection,
   type WorkWarning,
 } from '../core/work/projector.ts';
+import { isInterruption } from '../core/work/interruption.ts';
 import { isEndedContractStatus } from '../core/work/outcome.ts';
 import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.ts';
 import { workGate } from '../core/work/gate.ts';
@@ -52,6 +53,7 @@ import {
   sessionEntrySchemas,
   terminalStatuses,
   workModes,
+  type InterruptionHandoff,
   type SessionHeader,
   type TerminalStatus,
 } from '../core/work/session.ts';
@@ -61,7 +63,7 @@ import { childCapabilities } from '../core/work/lineage.ts';
 import { checkOwner, checkLimits, validateContract, type ValidationContext } from '../core/work/validate.ts';
 import type { AppDeps } from './deps.ts';
 import { resolveEvidence } from './work-evidence.ts';
-import { recordEndedContracts } from './work-outcome.ts';
+import { prepareInterruptionHandoff, recordEndedContracts } from './work-outcome.ts';
 import { requireAcceptedReceipt } from './continuity.ts';
 import { requireReadableEvidence } from './evidence.ts';
 import { checkWorkspaceBoundary, workspaceChecker } from './workspace-paths.ts';
@@ -1292,13 +1294,14 @@ async function observeChild(
  */
 export async function endSession(deps: AppDeps, project_id: string, input: unknown): Promise<WorkSnapshot> {
   const parsed = parse(endSessionFields, input, 'session end');
-  /** The parent the session's header names, as read when the end was decided. */
-  const lineage: { parent: string | null } = { parent: null };
+  /** The parent the session's header names, and why no handoff was prepared, as the end was decided. */
+  const decided: { parent: string | null; warnings: WorkWarning[] } = { parent: null, warnings: [] };
   const ended = await commitWork(
     deps,
     sessionStream(project_id, parsed.session_id),
-    ({ projection, header, terminal }) => {
-      lineage.parent = header?.parent_session_id ?? null;
+    async ({ head, projection, header, terminal }) => {
+      decided.parent = header?.parent_session_id ?? null;
+      decided.warnings = [];
       if (terminal !== null) {
         if (terminal.status === parsed.status) return [];
         throw new BatonError(
@@ -1322,18 +1325,44 @@ export async function endSession(deps: AppDeps, project_id: string, input: unkno
           );
         }
       }
-      const content = { schema: 'baton.terminal/v1', status: parsed.status, reason: parsed.reason ?? '' };
+      const reason = parsed.reason ?? '';
+      let handoff: InterruptionHandoff | undefined;
+      const live = projection?.contracts.find(
+        (contract) => contract.contract_id === projection.active_contract_id,
+      );
+      const scope_id = header?.scope_id;
+      if (isInterruption(parsed.status) && scope_id !== undefined && live !== undefined) {
+        try {
+          const end = { session_id: parsed.session_id, scope_id, head, status: parsed.status, reason };
+          handoff = await prepareInterruptionHandoff(deps, project_id, end, live);
+        } catch (error) {
+          // A store that cannot be reached cannot take the end either: nothing is written.
+          if (!isBatonError(error) || error.code === 'unavailable') throw error;
+          decided.warnings.push({
+            code: 'handoff_not_prepared',
+            message: `no handoff was prepared in workstream ${scope_id} for whoever continues: ${error.message}`,
+            contract_id: live.contract_id,
+          });
+        }
+      }
+      const content = {
+        schema: 'baton.terminal/v1',
+        status: parsed.status,
+        reason,
+        ...(handoff ? { handoff: handoff as unknown as JsonObject } : {}),
+      };
       return { entries: [{ type: 'terminal', content }], events: [] };
     },
   );
-  const { parent } = lineage;
-  if (parent === null) return ended;
+  const { parent } = decided;
+  if (parent === null) return withWarnings(ended, decided.warnings);
   try {
     await observeChild(deps, project_id, parent, parsed.session_id);
-    return ended;
+    return withWarnings(ended, decided.warnings);
   } catch (error) {
     if (!(error instanceof BatonError)) throw error;
     return withWarnings(ended, [
+      ...decided.warnings,
       {
         code: 'parent_not_reconciled',
         message: `parent session ${parent} did not take this end in: ${error.message}; baton work reconcile ${parent} tries again`,

@@ -10,7 +10,7 @@ import type { ListSessionsResult } from '../app/work-list.ts';
 import type { SessionHeader } from '../core/work/session.ts';
 import { unreadableEventName, type WorkEventMessage } from '../core/work/live.ts';
 import { workEventSchema, type EvidenceAvailability, type WorkEvent } from '../core/work/model.ts';
-import type { ContractProjection, CriterionState } from '../core/work/projector.ts';
+import type { ContractProjection, CriterionState, TerminalMarker } from '../core/work/projector.ts';
 import {
   criterionKindText as kind,
   evidenceRefText as reference,
@@ -96,12 +96,28 @@ function contractLines(contract: ContractProjection): string[] {
   ];
 }
 
+/**
+ * The Handoff an interrupted bound session prepared, and the two commands that read and
+ * publish it: nothing else points a person at a Prepared Handoff, which is not committed.
+ */
+function handoffLines(terminal: TerminalMarker | null | undefined, indent: string): string[] {
+  const handoff = terminal?.handoff;
+  if (!handoff) return [];
+  const where = `--scope ${handoff.scope_id} --prepared ${handoff.prepared_digest}`;
+  return [
+    `${indent}Handoff prepared for whoever continues, in workstream ${handoff.scope_id} on revision ${handoff.base_revision} (boundary ${handoff.boundary_ref.source_id}), not committed:`,
+    `${indent}  read it:    baton continue ${where}`,
+    `${indent}  publish it: baton commit ${where} --expected-head ${handoff.base_revision}`,
+  ];
+}
+
 /** The work of a session as people read it. */
 export function work(snapshot: WorkSnapshot): string {
   const shown = snapshot.contract ?? snapshot.projection?.contracts.at(-1) ?? null;
   const terminal = snapshot.projection?.terminal;
   return lines(
     `Session ${snapshot.session_id} · ledger position ${snapshot.position}${terminal ? ` · session ${terminal.status}` : ''}`,
+    ...handoffLines(terminal, ''),
     shown === null && 'No work contract in this session.',
     shown !== null && snapshot.contract === null && 'No live contract; the latest one is shown.',
     ...(shown ? contractLines(shown) : []),
@@ -149,6 +165,7 @@ export function sessions(result: ListSessionsResult): string {
       listed.parent_session_id !== null && `  child of ${listed.parent_session_id}`,
       listed.scope_id !== null && `  bound to workstream ${listed.scope_id}`,
       listed.terminal !== null && `  ended ${listed.terminal.status} at position ${listed.terminal.position}`,
+      ...handoffLines(listed.terminal, '  '),
       contract === null
         ? listed.error === null && '  no contract'
         : `  contract ${contract.contract_id} revision ${contract.revision}: ${contract.status}` +

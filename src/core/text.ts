@@ -27,6 +27,11 @@ export function prefix(text: string, length: number): string {
   return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
 }
 
+/** Text cut to at most `chars` characters, the last an ellipsis when it was cut. */
+export function clipText(text: string, chars: number): string {
+  return text.length <= chars ? text : `${prefix(text, chars - 1)}…`;
+}
+
 /** How much of a key or value a refusal repeats: enough to recognise it. */
 export const maxEchoed = 100;
 

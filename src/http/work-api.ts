@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { Access } from '../app/operations.ts';
-import { workResultSchemas, type Check, type Fits } from '../app/results.ts';
+import { terminalMarkerSchema, workResultSchemas, type Check, type Fits } from '../app/results.ts';
 import type { AppDeps } from '../app/deps.ts';
 import {
   attachEvidence,
@@ -52,7 +52,7 @@ import { BatonError } from '../core/errors.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { echoed } from '../core/text.ts';
 import { contractStatuses, verdicts, workItemStatuses, type Actor } from '../core/work/model.ts';
-import { terminalStatuses, workModes } from '../core/work/session.ts';
+import { workModes } from '../core/work/session.ts';
 
 export type WorkParam = 'session_id' | 'item_id';
 
@@ -79,7 +79,7 @@ const listSessionsOutput = z.object({
         parent_session_id: z.string().nullable(),
         work_mode: z.enum(workModes).nullable(),
         scope_id: z.string().nullable(),
-        terminal: z.object({ status: z.enum(terminalStatuses), position: count }).nullable(),
+        terminal: terminalMarkerSchema.nullable(),
         contracts: count,
         contract: z
           .object({
@@ -295,7 +295,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     path: '/v1/sessions/:session_id/end',
     params: session,
     summary:
-      "End the session with its terminal marker (completed, failed, aborted or max_turns), once: the same end again is a no-op, another one 409 session_ended; completed over open work is 409 work_incomplete. A child session's parent reconciles its items delegated to it at once.",
+      "End the session with its terminal marker (completed, failed, aborted or max_turns), once: the same end again is a no-op, another one 409 session_ended; completed over open work is 409 work_incomplete. A child session's parent reconciles its items delegated to it at once. A bound session that ends failed, aborted or max_turns with its contract open prepares a Handoff in its workstream for whoever continues, named by projection.terminal.handoff (not committed).",
     access: 'write',
     fields: endSessionFields,
     output: workResultSchemas.workSnapshot,

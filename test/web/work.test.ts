@@ -273,6 +273,72 @@ describe('the managed-work view', () => {
     expect(problems.errors.filter((error) => !error.includes('404'))).toEqual([]);
   });
 
+  it('shows the Handoff an interrupted bound session prepared, and publishes it only on the head it was prepared on', async () => {
+    const prepared = await web.client.post<{ digest: string }>('/v1/work/handoffs/prepare-current', {
+      scope_id: 'login-work',
+      source_id: 'boundary-1',
+      objective: 'Fix the login redirect',
+      disposition: 'continue',
+      next_action: { text: 'Fix it', basis: 'declared' },
+    });
+    await web.client.post('/v1/work/handoffs/commit', {
+      scope_id: 'login-work',
+      prepared: prepared.digest,
+      expected_head: 0,
+    });
+    for (const session_id of ['first-run', 'second-run']) {
+      await web.client.post('/v1/sessions', { session_id, work_mode: 'managed', scope_id: 'login-work' });
+      await web.client.post(`/v1/sessions/${session_id}/work/contracts`, {
+        contract_id: 'c1',
+        objective: 'Fix the login redirect',
+        criteria: [
+          { criterion_id: 'tests', statement: 'tests pass', kind: { type: 'shell', command: 'npm test' } },
+        ],
+        items: [{ item_id: 'fix', title: 'Fix it', criterion_ids: ['tests'] }],
+      });
+      await web.client.post(`/v1/sessions/${session_id}/end`, {
+        status: 'max_turns',
+        reason: 'out of turns',
+      });
+    }
+    const { page, problems } = await open();
+    await logIn(page, web);
+    await page.evaluate(`location.hash = '#/work'`);
+    await expect(page.locator('[data-session="first-run"]').textContent()).resolves.toContain(
+      'Handoff prepared for whoever continues',
+    );
+    await openSession(page, 'first-run');
+    const panel = page.getByRole('region', { name: 'Handoff prepared for whoever continues' });
+    await expect(panel.locator('dd').allTextContents()).resolves.toEqual([
+      'login-work',
+      '1',
+      expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    ]);
+    await panel.getByRole('button', { name: 'Publish as the next revision' }).click();
+    await expect(panel.getByRole('status').textContent()).resolves.toBe('Published as revision 2.');
+    await screenshot(page, 'work-handoff');
+    // Publishing again answers the same revision: commit_handoff is idempotent.
+    await panel.getByRole('button', { name: 'Publish as the next revision' }).click();
+    await expect(panel.getByRole('status').textContent()).resolves.toBe('Published as revision 2.');
+    const latest = await web.client.post<{
+      selection: { revision: number };
+      handoff: { statements: { text: string }[] };
+    }>('/v1/work/handoffs/continue', { scope_id: 'login-work', selection: 'latest' });
+    expect(latest.selection.revision).toBe(2);
+    expect(latest.handoff.statements[0]!.text).toContain(
+      'Managed session first-run ended max_turns (out of turns)',
+    );
+
+    // The second run's handoff was prepared on revision 1, which is no longer the head.
+    await openSession(page, 'second-run');
+    const second = page.getByRole('region', { name: 'Handoff prepared for whoever continues' });
+    await second.getByRole('button', { name: 'Publish as the next revision' }).click();
+    await expect(second.getByRole('alert').textContent()).resolves.toMatch(
+      /^Not done: revision_conflict: the handoff head of login-work is 2, not 1/,
+    );
+    expect(problems.errors.filter((error) => !error.includes('409'))).toEqual([]);
+  });
+
   it('fits a phone: one column, nothing wider than the screen', async () => {
     await seedSession(web);
     await agentMoves(web, 'inspect', 'running');

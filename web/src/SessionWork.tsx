@@ -86,6 +86,67 @@ interface ItemActions {
     revision: number,
     resolutions: { assumption_id: string; resolution: string }[],
   ) => Promise<void>;
+  /** commit_handoff of a Prepared Handoff on the head it was prepared on; the revision it became. */
+  readonly publish: (handoff: PreparedHandoffLink) => Promise<number>;
+}
+
+type PreparedHandoffLink = NonNullable<NonNullable<WorkSnapshot['projection']>['terminal']>['handoff'] & {};
+
+/**
+ * The Handoff an interrupted bound session prepared (docs/managed-work.md, "An interrupted bound
+ * session"): where it is, and a button that publishes it. Publishing again answers the same
+ * revision; a workstream that moved on refuses it (revision_conflict), shown beside the button.
+ */
+function PreparedHandoff({ handoff, actions }: { handoff: PreparedHandoffLink; actions: ItemActions }) {
+  const t = useMessages();
+  const [running, setRunning] = useState(false);
+  const [failure, setFailure] = useState<unknown>(null);
+  const [published, setPublished] = useState<number | null>(null);
+  const publish = async () => {
+    setRunning(true);
+    setFailure(null);
+    try {
+      setPublished(await actions.publish(handoff));
+    } catch (error) {
+      setFailure(error);
+    } finally {
+      setRunning(false);
+    }
+  };
+  return (
+    <section className="panel prepared-handoff" aria-labelledby="prepared-handoff">
+      <h2 id="prepared-handoff">{t.handoffPrepared}</h2>
+      <p>{t.handoffPreparedBody}</p>
+      <dl>
+        <dt>{t.handoffWorkstream}</dt>
+        <dd>
+          <a href={href({ view: 'workspace', scope_id: handoff.scope_id })}>{shown(handoff.scope_id)}</a>
+        </dd>
+        <dt>{t.handoffBase}</dt>
+        <dd>{handoff.base_revision}</dd>
+        <dt>{t.handoffDigest}</dt>
+        <dd>
+          <code>{handoff.prepared_digest}</code>
+        </dd>
+      </dl>
+      <div className="item-actions">
+        <button
+          type="button"
+          disabled={actions.readOnly || running}
+          title={actions.readOnly ? t.readOnlyHint : undefined}
+          onClick={() => void publish()}
+        >
+          {t.publishHandoff}
+        </button>
+        {published !== null && <p role="status">{t.handoffPublished(published)}</p>}
+        {failure !== null && (
+          <p className="error" role="alert">
+            {t.actionFailed}: {failureText(t, failure)}
+          </p>
+        )}
+      </div>
+    </section>
+  );
 }
 
 /**
@@ -429,6 +490,7 @@ function WorkBody({ snapshot, actions }: { snapshot: WorkSnapshot; actions: Item
         <span>{t.ledgerPosition(snapshot.position)}</span>
         {terminal !== null && <span>{t.sessionTerminal(terminal.status)}</span>}
       </p>
+      {terminal?.handoff && <PreparedHandoff handoff={terminal.handoff} actions={actions} />}
       <p className="hint">{t.progressNote}</p>
       {main === null ? (
         <p>{t.noWork}</p>
@@ -491,6 +553,8 @@ export function SessionWork({
       change(() => (action === 'cancel' ? api.cancelItem : api.retryItem)(session_id, contract_id, item_id)),
     confirm: (contract_id, revision, resolutions) =>
       change(() => api.confirmWork(session_id, { contract_id, revision, resolutions })),
+    publish: async (handoff) =>
+      (await api.commit(handoff.scope_id, handoff.prepared_digest, handoff.base_revision)).revision,
   };
   return (
     <div className="session-work">

@@ -36,6 +36,7 @@ function SessionCard({ listed }: { listed: ListedSession }) {
           <a href={href({ view: 'workspace', scope_id: listed.scope_id })}>{t.boundTo(listed.scope_id)}</a>
         )}
         {listed.terminal !== null && <span>{t.sessionTerminal(listed.terminal.status)}</span>}
+        {listed.terminal?.handoff && <span>{t.handoffPrepared}</span>}
         {listed.contracts > 1 && <span>{t.contractsInAll(listed.contracts)}</span>}
       </p>
       {listed.error !== null && (

@@ -221,7 +221,8 @@ ${transportHelp}`,
 
 const sessionEnd: Command = {
   positionals: true,
-  summary: "end a session with its terminal marker, once; a child's parent takes the end in at once",
+  summary:
+    "end a session with its terminal marker, once; a child's parent takes the end in at once, an interrupted bound session prepares a Handoff",
   usage: `baton session end <session> --status STATUS [--reason TEXT] [--json] [options]
 
   SESSION               the session id
@@ -233,7 +234,9 @@ A session ends once: the same end again changes nothing, another one is refused 
 conflict session_ended). completed is refused (conflict work_incomplete) while the session's
 contract is open: finish and verify it, or end the session aborted or failed. When the session is
 a child, its parent's items delegated to it are decided at once: completed puts them up for
-verification, any other end fails them.
+verification, any other end fails them. A session bound to a workstream that ends failed,
+aborted or max_turns while its contract is open prepares a Handoff there for whoever continues
+(not committed): the answer names it, with the commands that read and publish it.
 ${configHelp}
 ${transportHelp}`,
   examples: [

@@ -60,6 +60,8 @@ export const boundaryFields = {
   attribution: attributionSchema,
 };
 export const boundarySchema = recordSchema('baton.handoff-boundary/v1', boundaryFields);
+/** A boundary's fields without its schema id: what a producer gives. */
+export type BoundaryContent = z.output<z.ZodObject<typeof boundaryFields>>;
 
 // Handoff Receipt: the receiver's observation about one exact selection.
 export const receiptStatuses = ['accepted', 'needs_clarification', 'declined'] as const;

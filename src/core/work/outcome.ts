@@ -8,6 +8,7 @@ import { sha256Digest } from '../canonical.ts';
 import { managedWorkSourceIdPrefix } from '../continuity/experience.ts';
 import type { CheckStatus, TaskOutcome } from '../continuity/records.ts';
 import type { SourceRef } from '../ledger/source.ts';
+import { clipText } from '../text.ts';
 import type { ContractStatus } from './model.ts';
 import type { ContractProjection } from './projector.ts';
 
@@ -45,10 +46,6 @@ const checksKept = 64;
 const objectiveChars = 2000;
 const remainingKept = 64;
 
-function clip(text: string, chars: number): string {
-  return text.length <= chars ? text : `${text.slice(0, chars - 1)}…`;
-}
-
 /** A criterion's standing at the end: its verdict, or unknown when it has none or a stale one. */
 function checkStatusOf(criterion: ContractProjection['criteria'][number]): CheckStatus {
   if (criterion.result === null || criterion.stale) return 'unknown';
@@ -71,7 +68,7 @@ export function contractVerdicts(session_id: string, contract: ContractProjectio
       required: required.get(criterion.criterion_id) ?? true,
       status: checkStatusOf(criterion),
       stale: criterion.stale,
-      reason: clip(criterion.result?.reason ?? '', reasonChars),
+      reason: clipText(criterion.result?.reason ?? '', reasonChars),
     })),
   };
 }
@@ -106,10 +103,13 @@ export function contractOutcome(input: {
     .filter((item) => !done.has(item.status))
     .map((item) => {
       const title = contract.contract.items.find((definition) => definition.item_id === item.item_id)?.title;
-      return clip(`${item.item_id} (${item.status}): ${title ?? item.item_id}`, 4000);
+      return clipText(`${item.item_id} (${item.status}): ${title ?? item.item_id}`, 4000);
     });
   return {
-    objective: clip(contract.contract.objective.trim() || `contract ${contract.contract_id}`, objectiveChars),
+    objective: clipText(
+      contract.contract.objective.trim() || `contract ${contract.contract_id}`,
+      objectiveChars,
+    ),
     status: outcomeStatusOf[contract.status],
     summary:
       `Managed work contract ${contract.contract_id} (revision ${contract.revision}) in session ${session_id} ended ` +

@@ -24,7 +24,7 @@ import {
   type WorkItemStatus,
   type WorkOwner,
 } from './model.ts';
-import { sessionEntrySchemas, type TerminalStatus } from './session.ts';
+import { sessionEntrySchemas, type InterruptionHandoff, type TerminalStatus } from './session.ts';
 import { contractTransitionAllowed, itemDone, itemTransitionAllowed, retryFrom } from './transitions.ts';
 import { validateStructure } from './validate.ts';
 
@@ -89,7 +89,9 @@ export type WorkWarningCode =
   /** A bound session's ended contract whose Task Outcome could not be recorded (src/app/work-outcome.ts). */
   | 'outcome_not_recorded'
   /** A child session ended but its parent's items could not be reconciled with it (src/app/work.ts, endSession). */
-  | 'parent_not_reconciled';
+  | 'parent_not_reconciled'
+  /** An interrupted bound session ended, but its Handoff could not be prepared (src/app/work.ts, endSession). */
+  | 'handoff_not_prepared';
 
 export interface WorkWarning {
   readonly code: WorkWarningCode;
@@ -106,7 +108,15 @@ export interface WorkProjection {
   /** Position of the last entry projected. */
   readonly position: number;
   readonly latest_checkpoint: string | null;
-  readonly terminal: { readonly status: TerminalStatus; readonly position: number } | null;
+  readonly terminal: TerminalMarker | null;
+}
+
+/** A session's terminal marker as projected: how and where it ended, and the Handoff it prepared. */
+export interface TerminalMarker {
+  readonly status: TerminalStatus;
+  readonly position: number;
+  /** Present only when an interrupted bound session prepared one (src/core/work/interruption.ts). */
+  readonly handoff?: InterruptionHandoff;
 }
 
 export type WorkProjectionResult =
@@ -209,7 +219,7 @@ export class WorkProjector {
   private readonly contracts = new Map<string, MutableContract>();
   private position = 0;
   private latestCheckpoint: string | null = null;
-  private terminal: { status: TerminalStatus; position: number } | null = null;
+  private terminal: TerminalMarker | null = null;
   /** The event each operation id of a retryable effect was recorded with: each may happen once. */
   private readonly operations = new Map<string, WorkEvent>();
   readonly warnings: WorkWarning[] = [];
@@ -232,7 +242,7 @@ export class WorkProjector {
   }
 
   /** The session's latest terminal marker, whether or not it has work. */
-  terminalMarker(): { readonly status: TerminalStatus; readonly position: number } | null {
+  terminalMarker(): TerminalMarker | null {
     return this.terminal;
   }
 
@@ -256,8 +266,10 @@ export class WorkProjector {
       }
       case 'terminal': {
         const parsed = sessionEntrySchemas.terminal.safeParse(entry.content);
-        if (parsed.success) this.terminal = { status: parsed.data.status, position: entry.position };
-        else
+        if (parsed.success) {
+          const { status, handoff } = parsed.data;
+          this.terminal = { status, position: entry.position, ...(handoff ? { handoff } : {}) };
+        } else
           this.warn(
             'unreadable_entry',
             `terminal marker at position ${entry.position} is unreadable`,

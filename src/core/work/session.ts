@@ -5,6 +5,7 @@
  * Records are loose and versioned: fields added later have defaults, unknown fields are kept.
  */
 import { z } from 'zod';
+import { digestPattern, type Digest } from '../canonical.ts';
 import { jsonObjectSchema, jsonValueSchema } from '../json.ts';
 import { scopeIdSchema, storedSessionIdSchema } from '../ledger/names.ts';
 import { sourceRefSchema } from '../ledger/source.ts';
@@ -30,6 +31,16 @@ export const sessionCapabilitiesSchema = z.looseObject({
     .default(['parent_agent', 'worker', 'flow', 'tool', 'human']),
 });
 export type SessionCapabilities = z.output<typeof sessionCapabilitiesSchema>;
+
+/** Where an interrupted bound session's Prepared Handoff is: its workstream, boundary and digest. */
+export const interruptionHandoffSchema = z.looseObject({
+  scope_id: scopeIdSchema,
+  boundary_ref: sourceRefSchema,
+  prepared_digest: z.string().regex(digestPattern) as z.ZodType<Digest>,
+  /** The committed head it was prepared on: commit_handoff's expected_head. */
+  base_revision: z.number().int().min(0),
+});
+export type InterruptionHandoff = z.output<typeof interruptionHandoffSchema>;
 
 export const sessionEntrySchemas = {
   session_header: recordSchema('baton.session-header/v1', {
@@ -77,6 +88,11 @@ export const sessionEntrySchemas = {
   terminal: recordSchema('baton.terminal/v1', {
     status: z.enum(terminalStatuses),
     reason: z.string().max(4000).default(''),
+    /**
+     * The Handoff an interrupted bound session prepared for whoever continues (src/core/work/
+     * interruption.ts). Written only when one was prepared, so older markers read unchanged.
+     */
+    handoff: interruptionHandoffSchema.optional(),
   }),
 } as const;
 

@@ -5,8 +5,13 @@
  */
 import { prefix } from '../text.ts';
 import type { ContractStatus, Verdict, WorkItemStatus } from './model.ts';
-import { activeContract, type ContractProjection, type WorkProjection } from './projector.ts';
-import type { SessionHeader, TerminalStatus, WorkMode } from './session.ts';
+import {
+  activeContract,
+  type ContractProjection,
+  type TerminalMarker,
+  type WorkProjection,
+} from './projector.ts';
+import type { SessionHeader, WorkMode } from './session.ts';
 
 /** How much of an objective a summary repeats, in UTF-16 units, before its ellipsis. */
 export const summaryObjectiveLength = 280;
@@ -42,7 +47,8 @@ export interface SessionSummary {
   readonly work_mode: WorkMode | null;
   /** The Workstream the session is bound to, or null. */
   readonly scope_id: string | null;
-  readonly terminal: { readonly status: TerminalStatus; readonly position: number } | null;
+  /** How it ended, and the Handoff an interrupted bound session prepared. */
+  readonly terminal: TerminalMarker | null;
   /** How many contracts the session has had. */
   readonly contracts: number;
   /** The live contract, else the newest one; null when the session has had none. */
