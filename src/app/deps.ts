@@ -1,6 +1,7 @@
 /** What every operation gets: the one Store and a clock. Surfaces build it once. */
 import type { Clock } from '../core/clock.ts';
 import type { WorkConfig } from '../core/work/config.ts';
+import type { SemanticJudge } from '../core/work/judge.ts';
 import type { Store } from '../store/store.ts';
 
 export interface AppDeps {
@@ -14,4 +15,6 @@ export interface AppDeps {
    * work, and its criteria run, in any folder of the server's machine.
    */
   readonly workspace_roots?: readonly string[];
+  /** The read-only judge of semantic criteria (`[judge]` in baton.toml); without one they stay unknown. */
+  readonly judge?: SemanticJudge;
 }

@@ -15,6 +15,7 @@ import { BatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import { defaultWorkConfig } from '../core/work/config.ts';
 import { scrubSecrets, secretValuesFromEnv } from '../core/secrets.ts';
+import { clipText } from '../core/text.ts';
 import type {
   CriterionResult,
   EvidenceRef,
@@ -22,6 +23,8 @@ import type {
   WorkCriterion,
   WorkEventInput,
 } from '../core/work/model.ts';
+import { evidenceRefText } from '../core/work/describe.ts';
+import type { JudgeEvidence, JudgeRequest, SemanticJudge } from '../core/work/judge.ts';
 import { activeContract, completionBlockers, type ContractProjection } from '../core/work/projector.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import { itemChange, workEvent } from '../core/work/runtime.ts';
@@ -43,12 +46,6 @@ import {
   workspaceChecker,
 } from './workspace-paths.ts';
 
-/** A read-only judge of semantic criteria; without one they stay unverified. */
-export type SemanticJudge = (
-  criterion: WorkCriterion,
-  contract: ContractProjection,
-) => Promise<{ verdict: Verdict; reason: string }>;
-
 export interface VerifyOptions {
   /** The workspace to check; default the one in the session header. */
   readonly workspace?: string;
@@ -59,6 +56,7 @@ export interface VerifyOptions {
   readonly sandbox?: SandboxOptions;
   /** The caller's environment, whose values never reach the ledger; default process.env. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The read-only judge of semantic criteria; default deps.judge. Without one they stay unknown. */
   readonly judge?: SemanticJudge;
   /** Told as each criterion starts, in the order they run: a shell criterion can take minutes. */
   readonly onCriterion?: (progress: CriterionProgress) => void;
@@ -122,7 +120,14 @@ interface Check {
 }
 
 interface SessionFacts {
-  readonly toolResults: { position: number; tool: string; tool_use_id: string; is_error: boolean }[];
+  readonly toolResults: {
+    position: number;
+    tool: string;
+    tool_use_id: string;
+    is_error: boolean;
+    /** Its output, cut to what a judge may read. */
+    output: string;
+  }[];
   readonly receipts: { position: number; purpose: string; details: Record<string, unknown> }[];
 }
 
@@ -139,6 +144,7 @@ async function readFacts(deps: AppDeps, project_id: string, session_id: string):
           tool: parsed.data.tool,
           tool_use_id: parsed.data.tool_use_id,
           is_error: parsed.data.is_error,
+          output: clipText(parsed.data.output, evidenceTextChars),
         });
       }
     } else {
@@ -334,6 +340,116 @@ function budgetSpent(budget_ms: number): string {
   return `the verification's budget of ${budget_ms} ms ran out`;
 }
 
+/** How much of one piece of evidence a judge may read, before its own budget cuts it. */
+const evidenceTextChars = 64 * 1024;
+/** How long reading the workspace's changes for a judge may take. */
+const diffTimeoutMs = 15_000;
+const notGitExit = 3;
+
+/**
+ * The workspace's changes, read in the read-only sandbox: `git status`, then `git diff HEAD`
+ * (the work tree against the last commit). Git is told to run no hook, monitor, external diff or
+ * text conversion the repository configures, and to take no lock.
+ */
+const gitChanges = [
+  'export GIT_OPTIONAL_LOCKS=0',
+  'g() { git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c safe.directory=\'*\' "$@"; }',
+  `g rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit ${notGitExit}`,
+  'g status --porcelain=v1 --untracked-files=all',
+  'echo',
+  'g diff HEAD --no-ext-diff --no-textconv --no-color 2>/dev/null || g diff --no-ext-diff --no-textconv --no-color',
+].join('\n');
+
+async function workspaceChanges(
+  workspace: string | null,
+  hidden: readonly string[],
+  limits: { timeout_ms: number; signal: AbortSignal | undefined; sandbox: SandboxOptions | undefined },
+): Promise<{ diff: string | null; note: string }> {
+  if (workspace === null) return { diff: null, note: 'the session has no workspace' };
+  const result = await runSandboxed(
+    {
+      command: gitChanges,
+      workspace,
+      hidden,
+      timeout_ms: limits.timeout_ms,
+      output_limit_bytes: evidenceTextChars,
+    },
+    { ...limits.sandbox, signal: limits.signal },
+  );
+  switch (result.status) {
+    case 'unavailable':
+      return { diff: null, note: `sandbox_unavailable: ${result.detail}` };
+    case 'timed_out':
+      return { diff: null, note: `git did not answer within ${limits.timeout_ms} ms` };
+    case 'failed':
+      return {
+        diff: null,
+        note:
+          result.exit_code === notGitExit
+            ? 'the workspace is not a Git work tree'
+            : `git failed (exit code ${result.exit_code})`,
+      };
+    case 'passed':
+      return { diff: result.stdout + (result.truncated ? '\n[output truncated]' : ''), note: '' };
+  }
+}
+
+/**
+ * What a judge is shown of a semantic criterion: the objective, the items that name it, the
+ * verdicts taken before it, what those items' evidence resolves to in this session's ledger, and
+ * the workspace's changes. Every text is scrubbed of the caller's secret values first.
+ */
+async function judgeRequest(
+  context: {
+    session_id: string;
+    contract: ContractProjection;
+    criterion: JudgeRequest['criterion'];
+    workspace: string | null;
+    hidden: readonly string[];
+    facts: SessionFacts;
+    secrets: readonly string[];
+  },
+  earlier: readonly { criterion: WorkCriterion; check: Check }[],
+  limits: { timeout_ms: number; signal: AbortSignal | undefined; sandbox: SandboxOptions | undefined },
+): Promise<JudgeRequest> {
+  const { session_id, contract, criterion, facts } = context;
+  const scrub = (text: string) => scrubSecrets(text, { values: context.secrets }).text;
+  const named = contract.contract.items.filter((item) => item.criterion_ids.includes(criterion.criterion_id));
+  const evidence: JudgeEvidence[] = [];
+  for (const definition of named) {
+    const state = contract.items.find((item) => item.item_id === definition.item_id);
+    for (const ref of state?.evidence ?? []) {
+      let text = '';
+      if (ref.type === 'tool_result' && ref.session_id === session_id) {
+        const found = facts.toolResults.findLast((result) => result.tool_use_id === ref.tool_use_id);
+        if (found) text = `${found.tool}${found.is_error ? ' (an error)' : ''}:\n${found.output}`;
+      } else if (ref.type === 'receipt' && ref.session_id === session_id) {
+        const found = facts.receipts.find((receipt) => String(receipt.position) === ref.entry_id);
+        if (found) text = `${found.purpose}: ${JSON.stringify(found.details)}`;
+      }
+      evidence.push({ item_id: definition.item_id, ref: scrub(evidenceRefText(ref)), text: scrub(text) });
+    }
+  }
+  const changes = await workspaceChanges(context.workspace, context.hidden, limits);
+  return {
+    criterion,
+    objective: scrub(contract.contract.objective),
+    items: named.map((definition) => ({
+      item_id: definition.item_id,
+      title: scrub(definition.title),
+      status: contract.items.find((item) => item.item_id === definition.item_id)?.status ?? 'proposed',
+    })),
+    earlier: earlier.map(({ criterion: done, check }) => ({
+      criterion_id: done.criterion_id,
+      verdict: check.verdict,
+      reason: scrub(check.reason),
+    })),
+    evidence,
+    workspace_diff: changes.diff === null ? null : scrub(changes.diff),
+    workspace_note: changes.note,
+  };
+}
+
 /**
  * The sessions being verified, per store (so per server): a second verification of one is
  * refused while the first runs. Two processes on one database do not share it.
@@ -465,11 +581,24 @@ async function verifyOnce(
           `${kind.integration}`,
         );
         break;
-      case 'semantic':
-        check = options.judge
-          ? { ...(await options.judge(criterion, contract)), evidence: [] }
-          : { verdict: 'unknown', reason: 'unverified: no judge configured', evidence: [] };
+      case 'semantic': {
+        const judge = options.judge ?? deps.judge;
+        if (!judge) {
+          check = { verdict: 'unknown', reason: 'unverified: no judge configured', evidence: [] };
+          break;
+        }
+        const request = await judgeRequest(
+          { session_id, contract, criterion: { ...criterion, kind }, workspace, hidden, facts, secrets },
+          checks,
+          { timeout_ms: Math.min(left, diffTimeoutMs), signal: options.signal, sandbox: options.sandbox },
+        );
+        const limit = { timeout_ms: Math.min(left, perCriterion) };
+        check = {
+          ...(await judge(request, { ...limit, ...(options.signal ? { signal: options.signal } : {}) })),
+          evidence: [],
+        };
         break;
+      }
     }
     checks.push({ criterion, check });
   }

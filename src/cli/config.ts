@@ -1,7 +1,7 @@
 /**
  * baton.toml for the commands that run the app: `baton.toml` in the working directory (none
  * there means the defaults), or the file of `--config FILE` (which must exist). Its `[work]`
- * section becomes deps.work. Unknown keys are warnings printed to stderr; a file that is not
+ * section becomes deps.work, its `[judge]` section deps.judge. Unknown keys are warnings printed to stderr; a file that is not
  * TOML, or a known key with a bad value, is a usage error (exit 2) naming the file or the key.
  */
 import { readFile } from 'node:fs/promises';
@@ -10,7 +10,14 @@ import { parse, TomlError } from 'smol-toml';
 import type { AppDeps } from '../app/deps.ts';
 import { systemClock } from '../core/clock.ts';
 import { BatonError } from '../core/errors.ts';
-import { defaultWorkConfig, readWorkConfig, type WorkConfig } from '../core/work/config.ts';
+import { configuredJudge } from '../agent/judge.ts';
+import {
+  defaultWorkConfig,
+  readJudgeConfig,
+  readWorkConfig,
+  type JudgeConfig,
+  type WorkConfig,
+} from '../core/work/config.ts';
 import { text, UsageError, type Options } from './command.ts';
 import type { Context } from './context.ts';
 import { namedFileError } from './files.ts';
@@ -22,6 +29,8 @@ export const configHelp = `  --config FILE         the configuration file (defau
 
 export interface LoadedConfig {
   readonly work: WorkConfig;
+  /** The model that judges semantic criteria; null when `[judge]` is absent. */
+  readonly judge: JudgeConfig | null;
   readonly warnings: readonly string[];
   /** The file read, or null when there was none. */
   readonly path: string | null;
@@ -43,7 +52,7 @@ async function readText(path: string, explicit: boolean): Promise<string | null>
 export async function loadConfig(cwd: string, explicit?: string): Promise<LoadedConfig> {
   const path = explicit === undefined ? join(cwd, configFile) : resolve(cwd, explicit);
   const source = await readText(path, explicit !== undefined);
-  if (source === null) return { work: defaultWorkConfig, warnings: [], path: null };
+  if (source === null) return { work: defaultWorkConfig, judge: null, warnings: [], path: null };
   let document: unknown;
   try {
     document = parse(source);
@@ -56,8 +65,9 @@ export async function loadConfig(cwd: string, explicit?: string): Promise<Loaded
     throw error;
   }
   try {
-    const { config, warnings } = readWorkConfig(document, path);
-    return { work: config, warnings, path };
+    const work = readWorkConfig(document, path);
+    const judge = readJudgeConfig(document, path);
+    return { work: work.config, judge: judge.config, warnings: [...work.warnings, ...judge.warnings], path };
   } catch (error) {
     if (error instanceof BatonError) throw new UsageError(error.message, { showUsage: false });
     throw error;
@@ -79,8 +89,13 @@ export function commandConfig(context: Context): Promise<LoadedConfig> {
   return config;
 }
 
-/** The app's dependencies for a local command: the store, the clock and `[work]`. */
+/** The app's dependencies for a local command: the store, the clock, `[work]` and `[judge]`. */
 export async function appDeps(context: Context): Promise<AppDeps> {
-  const { work } = await commandConfig(context);
-  return { store: await context.store(), clock: systemClock, work };
+  const { work, judge } = await commandConfig(context);
+  return {
+    store: await context.store(),
+    clock: systemClock,
+    work,
+    ...(judge === null ? {} : { judge: configuredJudge(judge, context.io.env) }),
+  };
 }

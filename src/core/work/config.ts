@@ -32,21 +32,81 @@ export function readWorkConfig(
   document: unknown,
   file = 'baton.toml',
 ): { config: WorkConfig; warnings: string[] } {
+  const { config, warnings } = readSection(document, 'work', workConfigSchema, file);
+  return { config: config ?? defaultWorkConfig, warnings };
+}
+
+/** The providers a model route speaks: any OpenAI-compatible endpoint, or Anthropic's. */
+export const modelProviders = ['openai', 'anthropic'] as const;
+export type ModelProvider = (typeof modelProviders)[number];
+
+export const defaultModelEndpoints: Readonly<
+  Record<ModelProvider, { base_url: string; api_key_env: string }>
+> = {
+  openai: { base_url: 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY' },
+  anthropic: { base_url: 'https://api.anthropic.com', api_key_env: 'ANTHROPIC_API_KEY' },
+};
+
+/**
+ * The `[judge]` section: the model that judges semantic criteria (docs/judge.md). The key is
+ * never in the file: `api_key_env` names the environment variable that holds it.
+ */
+export const judgeConfigSchema = z
+  .object({
+    provider: z.enum(modelProviders),
+    model: z.string().min(1).max(200),
+    base_url: z.url({ protocol: /^https?$/ }).optional(),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'is the name of an environment variable')
+      .optional(),
+    timeout_ms: z.number().int().min(1000).max(600_000).default(60_000),
+    max_tokens: z.number().int().min(16).max(8192).default(1024),
+    /** How many characters of evidence and workspace diff one judgement reads. */
+    evidence_chars: z.number().int().min(1000).max(1_000_000).default(32_000),
+    api_key: z
+      .never({
+        error: 'must not hold the key: put it in an environment variable and name it in judge.api_key_env',
+      })
+      .optional(),
+  })
+  .transform(({ api_key: _key, ...config }) => ({
+    ...config,
+    base_url: config.base_url ?? defaultModelEndpoints[config.provider].base_url,
+    api_key_env: config.api_key_env ?? defaultModelEndpoints[config.provider].api_key_env,
+  }));
+export type JudgeConfig = z.output<typeof judgeConfigSchema>;
+
+/** Read `[judge]` from a parsed baton.toml: null when there is none (semantic criteria stay unknown). */
+export function readJudgeConfig(
+  document: unknown,
+  file = 'baton.toml',
+): { config: JudgeConfig | null; warnings: string[] } {
+  return readSection(document, 'judge', judgeConfigSchema, file);
+}
+
+function readSection<S extends z.ZodType>(
+  document: unknown,
+  name: string,
+  schema: S,
+  file: string,
+): { config: z.output<S> | null; warnings: string[] } {
   const warnings: string[] = [];
-  const section = (document as { work?: unknown } | null | undefined)?.work;
-  if (section === undefined) return { config: defaultWorkConfig, warnings };
+  const section = (document as Record<string, unknown> | null | undefined)?.[name];
+  if (section === undefined) return { config: null, warnings };
   if (typeof section !== 'object' || section === null || Array.isArray(section)) {
-    throw new BatonError('invalid_input', `${file}: [work] must be a table`, { key: 'work' });
+    throw new BatonError('invalid_input', `${file}: [${name}] must be a table`, { key: name });
   }
-  const known = new Set(Object.keys(workConfigSchema.shape));
+  const shape = (schema instanceof z.ZodPipe ? schema.in : schema) as unknown as z.ZodObject;
+  const known = new Set(Object.keys(shape.shape));
   for (const key of Object.keys(section)) {
-    if (!known.has(key)) warnings.push(`${file}: unknown key work.${echoed(key)} is ignored`);
+    if (!known.has(key)) warnings.push(`${file}: unknown key ${name}.${echoed(key)} is ignored`);
   }
-  const parsed = workConfigSchema.safeParse(section);
+  const parsed = schema.safeParse(section);
   if (!parsed.success) {
     const issue = schemaIssues(parsed.error)[0]!;
-    throw new BatonError('invalid_input', `${file}: work.${issue.path} ${issue.message}`, {
-      key: `work.${issue.path}`,
+    throw new BatonError('invalid_input', `${file}: ${name}.${issue.path} ${issue.message}`, {
+      key: `${name}.${issue.path}`,
       issues: schemaIssues(parsed.error),
     });
   }

@@ -1,0 +1,96 @@
+/**
+ * A scripted model: a real HTTP server that speaks the two protocols Baton's model routes use
+ * (OpenAI-compatible chat completions at /v1/chat/completions, Anthropic messages at
+ * /v1/messages) and answers from a script. The one stand-in the project allows for a paid model.
+ */
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ModelCall {
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Record<string, unknown>;
+  /** The prompt it was sent: the user message's text. */
+  readonly prompt: string;
+}
+
+/** What the script answers one call with: a reply text, or a status and raw body, after a delay. */
+export type ScriptedAnswer =
+  | string
+  | { readonly status: number; readonly body: string; readonly delay_ms?: number }
+  | { readonly reply: string; readonly delay_ms: number };
+
+export interface ScriptedModel {
+  /** The server's origin, e.g. http://127.0.0.1:PORT. */
+  readonly url: string;
+  readonly calls: ModelCall[];
+  close(): Promise<void>;
+}
+
+function promptOf(body: Record<string, unknown>): string {
+  const messages = (body.messages ?? []) as { role: string; content: string }[];
+  return messages.find((message) => message.role === 'user')?.content ?? '';
+}
+
+function answerBody(path: string, reply: string): unknown {
+  return path.endsWith('/messages')
+    ? {
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'text', text: reply }],
+        stop_reason: 'end_turn',
+      }
+    : {
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }],
+      };
+}
+
+export async function startScriptedModel(
+  script: (call: ModelCall) => ScriptedAnswer,
+): Promise<ScriptedModel> {
+  const calls: ModelCall[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+      const call: ModelCall = {
+        path: request.url ?? '',
+        headers: request.headers,
+        body,
+        prompt: promptOf(body),
+      };
+      calls.push(call);
+      const known = call.path === '/v1/chat/completions' || call.path === '/v1/messages';
+      const answer: ScriptedAnswer = known ? script(call) : { status: 404, body: 'no such route' };
+      const send = () => {
+        if (response.destroyed) return;
+        if (typeof answer === 'string' || 'reply' in answer) {
+          const reply = typeof answer === 'string' ? answer : answer.reply;
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(JSON.stringify(answerBody(call.path, reply)));
+        } else {
+          response.writeHead(answer.status, { 'content-type': 'application/json' });
+          response.end(answer.body);
+        }
+      };
+      const delay = typeof answer === 'string' ? 0 : (answer.delay_ms ?? 0);
+      if (delay > 0) setTimeout(send, delay);
+      else send();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
