@@ -379,6 +379,29 @@ for (const backend of backends) {
       );
     });
 
+    it('a retry puts an item whose dependency is not done back to proposed, a new attempt the runtime readies once the dependency is done', async () => {
+      const { deps } = await withContract();
+      const person: Actor = { type: 'human', id: 'p' };
+      const at = { session_id: 's-1', item_id: 'implement' };
+      const status = (snapshot: work.WorkSnapshot, id: string) =>
+        snapshot.contract?.items.find((candidate) => candidate.item_id === id);
+      await work.cancelItem(deps, 'acme', { ...at, reason: 'by mistake' }, person);
+      const retried = await work.retryItem(deps, 'acme', at, person);
+      expect(status(retried, 'inspect')).toMatchObject({ status: 'ready' });
+      expect(status(retried, 'implement')).toMatchObject({ status: 'proposed', attempt: 2 });
+      const done = await work.transitionItem(
+        deps,
+        'acme',
+        { session_id: 's-1', revision: 1, item_id: 'inspect', to: 'skipped' },
+        person,
+      );
+      expect(status(done, 'implement')).toMatchObject({ status: 'ready', attempt: 2 });
+      // With its dependency done a retry goes to ready, as it always did.
+      await work.cancelItem(deps, 'acme', at, person);
+      const again = await work.retryItem(deps, 'acme', at, person);
+      expect(status(again, 'implement')).toMatchObject({ status: 'ready', attempt: 3 });
+    });
+
     it("a child session's capabilities are its parent's, narrowed: inherited when not given, refused when wider", async () => {
       const { deps } = await setup();
       await work.startSession(deps, 'acme', {

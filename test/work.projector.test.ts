@@ -116,7 +116,8 @@ describe('item transitions', () => {
     const allowed = workItemStatuses.flatMap((from) =>
       workItemStatuses.filter((to) => itemTransitionAllowed('model', from, to)).map((to) => `${from}->${to}`),
     );
-    // interrupted -> ready is refused for an item that may have written (review_required).
+    // A retry (interrupted -> ready, or proposed while a dependency is not done) is refused for an
+    // item that may have written (review_required).
     expect(allowed.sort()).toEqual(
       [
         'blocked->ready',
@@ -124,6 +125,7 @@ describe('item transitions', () => {
         'running->blocked',
         'running->ready_for_verification',
         'interrupted->ready',
+        'interrupted->proposed',
       ].sort(),
     );
   });
@@ -180,6 +182,50 @@ describe('item transitions', () => {
     const retried = then(project(...events, ev.item('inspect', 'failed', 'ready', 'human', 2)));
     // The new attempt has not started: attempt 1's start is not shown as its own.
     expect(item(retried)).toMatchObject({ status: 'ready', attempt: 2, started_at: null, finished_at: null });
+  });
+
+  it('counts a retry to proposed as the next attempt, and readiness after it keeps that attempt', () => {
+    const waiting = [
+      ...activeStart(),
+      ev.item('implement', 'proposed', 'cancelled', 'human'),
+      ev.item('implement', 'cancelled', 'proposed', 'human', 2),
+    ];
+    expect(item(then(project(...waiting)), 'implement')).toMatchObject({ status: 'proposed', attempt: 2 });
+    const readied = then(
+      project(
+        ...waiting,
+        ev.item('inspect', 'ready', 'skipped', 'human'),
+        ev.item('implement', 'proposed', 'ready', 'runtime', 2),
+      ),
+    );
+    expect(item(readied, 'implement')).toMatchObject({ status: 'ready', attempt: 2 });
+  });
+
+  it('a possible write is retried only by a person, to ready or to proposed', () => {
+    const { events } = reachItem('running');
+    const interrupted = {
+      ...ev.item('inspect', 'running', 'interrupted'),
+      kind: {
+        type: 'item_status_changed',
+        item_id: 'inspect',
+        from: 'running',
+        to: 'interrupted',
+        attempt: 1,
+        reason: '',
+        review_required: true,
+      },
+    } satisfies WorkEventInput;
+    for (const to of ['ready', 'proposed']) {
+      for (const actor of ['model', 'runtime'] as const)
+        refused(
+          project(...events, interrupted, ev.item('inspect', 'interrupted', to, actor, 2)),
+          'conflict',
+          'review_required',
+        );
+      expect(
+        item(then(project(...events, interrupted, ev.item('inspect', 'interrupted', to, 'human', 2)))),
+      ).toMatchObject({ status: to, attempt: 2 });
+    }
   });
 
   it('keeps an item waiting while its dependencies are unfinished', () => {

@@ -47,7 +47,7 @@ import { isInterruption } from '../core/work/interruption.ts';
 import { isEndedContractStatus } from '../core/work/outcome.ts';
 import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.ts';
 import { workGate } from '../core/work/gate.ts';
-import { itemChange, readinessEvents, workEvent } from '../core/work/runtime.ts';
+import { itemChange, readinessEvents, retryTarget, workEvent } from '../core/work/runtime.ts';
 import {
   sessionCapabilitiesSchema,
   sessionEntrySchemas,
@@ -1133,7 +1133,10 @@ export async function requestInput(
   });
 }
 
-/** Start a new attempt of a failed, interrupted or cancelled item. */
+/**
+ * Start a new attempt of a failed, interrupted or cancelled item: ready, or proposed while a
+ * dependency is not done (`retryTarget`).
+ */
 export async function retryItem(
   deps: AppDeps,
   project_id: string,
@@ -1156,7 +1159,7 @@ export async function retryItem(
         },
       );
     }
-    return [itemChange(contract, item, 'ready', parsed.reason ?? 'retry', actor)];
+    return [itemChange(contract, item, retryTarget(contract, item), parsed.reason ?? 'retry', actor)];
   });
 }
 

@@ -142,7 +142,7 @@ const workTools: readonly WorkTool[] = [
     title: 'Move a work item',
     when: 'Call it as you start, block on or finish an item; finishing is ready_for_verification, never success you declare yourself.',
     summary:
-      'Propose an item status change: ready → running, running → blocked, running → ready_for_verification, blocked → ready, and interrupted → ready to retry read-only work (one that may have written waits for a person). Only work_verify reaches succeeded. A start is refused (path_claim_held) while another running item claims an overlapping path, and (max_parallel) while the session already runs as many items as [work] max_parallel allows: start it after one finishes.',
+      'Propose an item status change: ready → running, running → blocked, running → ready_for_verification, blocked → ready, and interrupted → ready to retry read-only work (→ proposed while a dependency is not done; one that may have written waits for a person). Only work_verify reaches succeeded. A start is refused (path_claim_held) while another running item claims an overlapping path, and (max_parallel) while the session already runs as many items as [work] max_parallel allows: start it after one finishes.',
     access: 'write',
     idempotent: true,
     input: z.strictObject(transitionFields),

@@ -25,7 +25,7 @@ import {
   type WorkOwner,
 } from './model.ts';
 import { sessionEntrySchemas, type InterruptionHandoff, type TerminalStatus } from './session.ts';
-import { contractTransitionAllowed, itemDone, itemTransitionAllowed, retryFrom } from './transitions.ts';
+import { contractTransitionAllowed, isRetry, itemDone, itemTransitionAllowed } from './transitions.ts';
 import { validateStructure } from './validate.ts';
 
 /** What the projector needs of a ledger entry. */
@@ -595,14 +595,14 @@ export class WorkProjector {
         },
       );
     }
-    if (item.review_required && kind.to === 'ready' && actor.type !== 'human') {
+    const retry = isRetry(kind.from, kind.to);
+    if (item.review_required && retry && actor.type !== 'human') {
       refuse(
         'review_required',
         `item "${item.item_id}" was interrupted after a possible write: a person reviews it before any retry`,
         { ...data, actor: actor.type },
       );
     }
-    const retry = retryFrom.has(kind.from) && kind.to === 'ready';
     const attempt = retry ? item.attempt + 1 : item.attempt;
     if (kind.attempt !== attempt) {
       refuse(

@@ -4,9 +4,14 @@
  * back to proposed. A pure function of the projection, so every
  * surface that changes work state gets the same follow-ups.
  */
-import { terminalContractStatuses, type WorkEventInput, type WorkItemStatus } from './model.ts';
+import {
+  terminalContractStatuses,
+  type WorkEventInput,
+  type WorkItemDefinition,
+  type WorkItemStatus,
+} from './model.ts';
 import type { ContractProjection, WorkItemState } from './projector.ts';
-import { itemDone, retryFrom } from './transitions.ts';
+import { isRetry, itemDone } from './transitions.ts';
 
 const runtime = { type: 'runtime', id: 'baton' } as const;
 
@@ -34,18 +39,17 @@ export function workEvent(
  */
 export function readinessEvents(contract: ContractProjection): WorkEventInput[] {
   if (terminalContractStatuses.has(contract.status)) return [];
-  const status = new Map(contract.items.map((item) => [item.item_id, item.status]));
+  const done = dependenciesDone(contract);
   const events: WorkEventInput[] = [];
   for (const definition of contract.contract.items) {
     const item = contract.items.find((candidate) => candidate.item_id === definition.item_id)!;
-    const done = definition.dependencies.every((dependency) => itemDone.has(status.get(dependency)!));
     const move =
-      item.status === 'proposed' && done && contract.status === 'active'
+      item.status === 'proposed' && done(definition) && contract.status === 'active'
         ? {
             to: 'ready' as const,
             reason: definition.dependencies.length === 0 ? 'contract active' : 'dependencies done',
           }
-        : item.status === 'ready' && !done
+        : item.status === 'ready' && !done(definition)
           ? { to: 'proposed' as const, reason: 'dependencies pending' }
           : null;
     if (move === null) continue;
@@ -67,10 +71,31 @@ export function readinessEvents(contract: ContractProjection): WorkEventInput[] 
   return events;
 }
 
+/** Whether all of an item's dependencies are done (succeeded or skipped), in this contract. */
+function dependenciesDone(
+  contract: Pick<ContractProjection, 'items'>,
+): (definition: Pick<WorkItemDefinition, 'dependencies'>) => boolean {
+  const status = new Map(contract.items.map((item) => [item.item_id, item.status]));
+  return (definition) => definition.dependencies.every((dependency) => itemDone.has(status.get(dependency)!));
+}
+
 /**
- * An item's move from its current status, on the attempt the move implies (leaving failed,
- * interrupted or cancelled for ready starts the next one), with the operation identity when
- * the caller gave an operation id.
+ * Where a retry puts an item: ready when its dependencies are done, proposed while one is not,
+ * whence readiness takes it on as any proposed item. A retry waits for its dependencies, it is
+ * never refused for them.
+ */
+export function retryTarget(
+  contract: Pick<ContractProjection, 'contract' | 'items'>,
+  item: Pick<WorkItemState, 'item_id'>,
+): 'ready' | 'proposed' {
+  const definition = contract.contract.items.find((candidate) => candidate.item_id === item.item_id)!;
+  return dependenciesDone(contract)(definition) ? 'ready' : 'proposed';
+}
+
+/**
+ * An item's move from its current status, on the attempt the move implies (a retry, leaving
+ * failed, interrupted or cancelled for ready or proposed, starts the next one), with the
+ * operation identity when the caller gave an operation id.
  */
 export function itemChange(
   contract: Pick<ContractProjection, 'contract_id' | 'revision'>,
@@ -80,7 +105,7 @@ export function itemChange(
   actor: WorkEventInput['actor'],
   operation_id?: string,
 ): WorkEventInput {
-  const attempt = retryFrom.has(item.status) && to === 'ready' ? item.attempt + 1 : item.attempt;
+  const attempt = isRetry(item.status, to) ? item.attempt + 1 : item.attempt;
   return workEvent(
     contract,
     { type: 'item_status_changed', item_id: item.item_id, from: item.status, to, attempt, reason },

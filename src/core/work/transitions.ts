@@ -19,6 +19,10 @@ const liveItem: readonly WorkItemStatus[] = [
 
 const cancelAny = (from: readonly WorkItemStatus[]) => from.map((status) => [status, 'cancelled'] as const);
 
+/** A retry goes to ready, or to proposed while a dependency is not done (`retryTarget`). */
+const retries = (...from: WorkItemStatus[]) =>
+  from.flatMap((status) => [[status, 'ready'] as const, [status, 'proposed'] as const]);
+
 export const itemTransitions: Table<WorkItemStatus> = {
   model: [
     ['ready', 'running'],
@@ -26,14 +30,12 @@ export const itemTransitions: Table<WorkItemStatus> = {
     ['running', 'ready_for_verification'],
     ['blocked', 'ready'],
     // Retrying interrupted read-only work; one that may have written waits for a person (projector).
-    ['interrupted', 'ready'],
+    ...retries('interrupted'),
   ],
   human: [
     ['blocked', 'ready'],
     ['waiting_approval', 'running'],
-    ['failed', 'ready'],
-    ['interrupted', 'ready'],
-    ['cancelled', 'ready'],
+    ...retries('failed', 'interrupted', 'cancelled'),
     ['proposed', 'skipped'],
     ['ready', 'skipped'],
     ...cancelAny(liveItem),
@@ -51,9 +53,8 @@ export const itemTransitions: Table<WorkItemStatus> = {
     ['waiting_approval', 'running'],
     ['waiting_approval', 'blocked'],
     ['blocked', 'ready'],
-    ['interrupted', 'ready'],
+    ...retries('interrupted', 'failed'),
     ['interrupted', 'failed'],
-    ['failed', 'ready'],
     ['ready_for_verification', 'succeeded'],
     ['ready_for_verification', 'running'],
     ['succeeded', 'ready_for_verification'],
@@ -119,8 +120,13 @@ export function contractTransitionAllowed(
   return allows(contractTransitions, actor, from, to);
 }
 
-/** Leaving one of these for ready starts a new attempt. */
+/** Leaving one of these for ready, or for proposed, starts a new attempt: a retry. */
 export const retryFrom: ReadonlySet<WorkItemStatus> = new Set(['failed', 'interrupted', 'cancelled']);
+
+/** Whether this move is a retry, and so the item's next attempt. */
+export function isRetry(from: WorkItemStatus, to: WorkItemStatus): boolean {
+  return retryFrom.has(from) && (to === 'ready' || to === 'proposed');
+}
 
 /** An item in one of these needs nothing more for its dependents. */
 export const itemDone: ReadonlySet<WorkItemStatus> = new Set(['succeeded', 'skipped']);
