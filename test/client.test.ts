@@ -370,6 +370,7 @@ describe('typed client', () => {
       session_id: 's1',
       position: 1,
       projection: null,
+      terminal: null,
       contract: null,
       warnings: [],
       control_block: null,

@@ -99,9 +99,11 @@ for (const backend of backends) {
         },
       );
       expect(await head('s')).toBe(at);
-      // A session without work still shows that it ended.
+      // A session without work still shows that it ended, in the list and in its own snapshot.
       const [listed] = (await listSessions(deps, 'acme')).sessions;
       expect(listed!.terminal).toEqual({ status: 'aborted', position: at });
+      const read = await work.readWork(deps, 'acme', { session_id: 's' });
+      expect([read.projection, read.terminal]).toEqual([null, { status: 'aborted', position: at }]);
     });
 
     it('refuses to end completed over open work, writes nothing, and ends aborted', async () => {

@@ -165,6 +165,7 @@ for (const backend of backends) {
         session_id: 's1',
         position: 1,
         projection: null,
+        terminal: null,
         contract: null,
         warnings: [],
         control_block: null,
@@ -681,7 +682,15 @@ describe('the work routes in the OpenAPI document', () => {
         doc.paths[path]![method]!.responses['200'].content['application/json'].schema;
       expect(answer('/v1/sessions/{session_id}/work', 'get')).toMatchObject({
         type: 'object',
-        required: ['session_id', 'position', 'projection', 'contract', 'warnings', 'control_block'],
+        required: [
+          'session_id',
+          'position',
+          'projection',
+          'terminal',
+          'contract',
+          'warnings',
+          'control_block',
+        ],
       });
       expect(answer('/v1/sessions', 'post')).toMatchObject({
         properties: { schema: { const: 'baton.session-header/v1' } },

@@ -273,6 +273,7 @@ const workSnapshot = z.object({
       terminal: terminalMarkerSchema.nullable(),
     })
     .nullable(),
+  terminal: terminalMarkerSchema.nullable(),
   contract: contractProjection.nullable(),
   warnings: list(
     z.object({

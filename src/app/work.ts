@@ -41,6 +41,7 @@ import {
   WorkProjector,
   type ContractProjection,
   type WorkProjection,
+  type TerminalMarker,
   type WorkWarning,
 } from '../core/work/projector.ts';
 import { isInterruption } from '../core/work/interruption.ts';
@@ -80,6 +81,8 @@ export interface WorkSnapshot {
   /** The stream position this snapshot was projected at; live events resume after it. */
   readonly position: number;
   readonly projection: WorkProjection | null;
+  /** How the session ended (and the Handoff it prepared), or null: present without any work too. */
+  readonly terminal: TerminalMarker | null;
   /** The live contract, or null when none is live. */
   readonly contract: ContractProjection | null;
   readonly warnings: readonly WorkWarning[];
@@ -318,6 +321,7 @@ function snapshot(stream: StreamKey, position: number, projector: WorkProjector)
     session_id: stream.kind === 'session' ? stream.session_id : '',
     position,
     projection,
+    terminal: projector.terminalMarker(),
     contract: activeContract(projection) ?? null,
     warnings: projector.finalWarnings(),
     control_block: renderControlBlock(projection),

@@ -114,7 +114,7 @@ function handoffLines(terminal: TerminalMarker | null | undefined, indent: strin
 /** The work of a session as people read it. */
 export function work(snapshot: WorkSnapshot): string {
   const shown = snapshot.contract ?? snapshot.projection?.contracts.at(-1) ?? null;
-  const terminal = snapshot.projection?.terminal;
+  const terminal = snapshot.terminal;
   return lines(
     `Session ${snapshot.session_id} · ledger position ${snapshot.position}${terminal ? ` · session ${terminal.status}` : ''}`,
     ...handoffLines(terminal, ''),

@@ -295,7 +295,7 @@ export const workEndpoints: readonly WorkEndpoint[] = [
     path: '/v1/sessions/:session_id/end',
     params: session,
     summary:
-      "End the session with its terminal marker (completed, failed, aborted or max_turns), once: the same end again is a no-op, another one 409 session_ended; completed over open work is 409 work_incomplete. A child session's parent reconciles its items delegated to it at once. A bound session that ends failed, aborted or max_turns with its contract open prepares a Handoff in its workstream for whoever continues, named by projection.terminal.handoff (not committed).",
+      "End the session with its terminal marker (completed, failed, aborted or max_turns), once: the same end again is a no-op, another one 409 session_ended; completed over open work is 409 work_incomplete. A child session's parent reconciles its items delegated to it at once. A bound session that ends failed, aborted or max_turns with its contract open prepares a Handoff in its workstream for whoever continues, named by terminal.handoff (not committed).",
     access: 'write',
     fields: endSessionFields,
     output: workResultSchemas.workSnapshot,

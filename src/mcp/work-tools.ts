@@ -232,7 +232,7 @@ const workTools: readonly WorkTool[] = [
     title: 'End the session',
     when: 'Call it when your run ends, once: completed only after work_get allows stopping; aborted, failed or max_turns when you stop without finishing. A child session ending tells its parent at once.',
     summary:
-      "Record the session's terminal marker (completed, failed, aborted or max_turns), once. completed is refused (work_incomplete) while the contract is open. When the session is a child, the parent's item delegated to it goes up for verification (completed) or fails (anything else). A session bound to a workstream that stops with its contract open prepares a Handoff there for whoever continues (projection.terminal.handoff: its prepared_digest and base_revision); nothing is committed.",
+      "Record the session's terminal marker (completed, failed, aborted or max_turns), once. completed is refused (work_incomplete) while the contract is open. When the session is a child, the parent's item delegated to it goes up for verification (completed) or fails (anything else). A session bound to a workstream that stops with its contract open prepares a Handoff there for whoever continues (terminal.handoff: its prepared_digest and base_revision); nothing is committed.",
     access: 'write',
     idempotent: true,
     input: z.strictObject(endSessionFields),

@@ -267,6 +267,13 @@ describe('the managed-work view', () => {
     expect(await cancel.isDisabled()).toBe(true);
     expect(await cancel.getAttribute('title')).toContain('read-only');
 
+    // A session without work that ended says so.
+    await web.client.post('/v1/sessions', { session_id: 'bare' });
+    await web.client.post('/v1/sessions/bare/end', { status: 'aborted' });
+    await openSession(page, 'bare');
+    await page.getByText('No work contract in this session yet.').waitFor();
+    await expect(page.locator('.facts').textContent()).resolves.toContain('session ended: aborted');
+
     await page.evaluate(`location.hash = '#/work/nobody'`);
     await page.getByText('No session nobody in this project.').waitFor();
     expect(await page.locator('[data-live]').count()).toBe(0);

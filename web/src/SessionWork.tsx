@@ -483,7 +483,7 @@ function WorkBody({ snapshot, actions }: { snapshot: WorkSnapshot; actions: Item
   const contracts = snapshot.projection?.contracts ?? [];
   const main = snapshot.contract ?? contracts.at(-1) ?? null;
   const others = contracts.filter((contract) => contract.contract_id !== main?.contract_id).reverse();
-  const terminal = snapshot.projection?.terminal ?? null;
+  const terminal = snapshot.terminal;
   return (
     <>
       <p className="facts">
