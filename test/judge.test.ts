@@ -345,6 +345,62 @@ describe('[judge] in baton.toml', () => {
   });
 });
 
+describe('baton work judge', () => {
+  it('asks the configured judge a question with a known answer: exit 0 on passed, 1 on anything else', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-judge-check-'));
+    try {
+      const baton = async (...args: string[]) => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const code = await run(args, {
+          out: (text) => out.push(text),
+          err: (text) => err.push(text),
+          env: { JUDGE_KEY: 'sk-check' },
+          cwd: dir,
+        });
+        return { code, stdout: out.join(''), stderr: err.join('') };
+      };
+      const none = await baton('work', 'judge');
+      expect([none.code, none.stderr]).toEqual([1, expect.stringContaining('has no [judge]')]);
+      writeFileSync(
+        join(dir, 'baton.toml'),
+        `[judge]\nprovider = "openai"\nmodel = "judge-1"\nbase_url = "${scripted.url}/v1"\napi_key_env = "JUDGE_KEY"\n`,
+      );
+      answers.push('{"verdict": "passed", "reason": "The evidence is READY."}');
+      const ok = await baton('work', 'judge');
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toMatch(
+        new RegExp(
+          `^judge openai/judge-1 at ${scripted.url}/v1: passed in \\d+ ms\n {2}judge: The evidence is READY\\.\n$`,
+        ),
+      );
+      expect(scripted.calls[0]!.prompt).toContain('READY');
+      expect(scripted.calls[0]!.headers.authorization).toBe('Bearer sk-check');
+
+      answers.push('{"verdict": "failed", "reason": "It says READY, which is not a word."}');
+      const wrong = await baton('work', 'judge', '--json');
+      expect(wrong.code).toBe(1);
+      expect(JSON.parse(wrong.stdout)).toMatchObject({ verdict: 'failed', ok: false, model: 'judge-1' });
+      answers.push('{"verdict": "failed", "reason": "no"}');
+      const refused = await baton('work', 'judge');
+      expect([refused.code, refused.stderr]).toEqual([
+        1,
+        expect.stringContaining('choose a model that follows the instructions'),
+      ]);
+      answers.push({ status: 503, body: 'overloaded' });
+      const down = await baton('work', 'judge');
+      expect([down.code, down.stdout]).toEqual([1, expect.stringContaining('unavailable in')]);
+      expect(down.stderr).toContain('the judge did not answer');
+      expect((await baton('work', 'judge', 'extra')).code).toBe(2);
+      expect((await baton('work', 'judge', '--help')).stdout).toContain(
+        'baton work judge [--config FILE] [--json]',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('what the judge is shown and how its answer reads', () => {
   const request: JudgeRequest = {
     criterion: {

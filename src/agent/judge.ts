@@ -58,3 +58,55 @@ export function configuredJudge(
 ): SemanticJudge {
   return modelJudge(modelRoute(config, env), config);
 }
+
+/** What `baton work judge` found: whether the configured judge answers as a judge must. */
+export interface JudgeCheck {
+  readonly provider: string;
+  readonly model: string;
+  readonly base_url: string;
+  readonly verdict: string;
+  readonly reason: string;
+  readonly duration_ms: number;
+  /** True only when the model read the fenced evidence and answered `passed`. */
+  readonly ok: boolean;
+}
+
+/**
+ * Ask the configured judge one question whose answer is known (the fenced evidence says READY,
+ * does it?), through the same prompt and reading as a verification: `ok` only on `passed`.
+ */
+export async function checkJudge(
+  config: JudgeConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  signal?: AbortSignal,
+): Promise<JudgeCheck> {
+  const judge = configuredJudge(config, env);
+  const statement = 'The evidence of item check is the single word READY.';
+  const started = performance.now();
+  const answer = await judge(
+    {
+      criterion: {
+        criterion_id: 'judge-check',
+        statement,
+        kind: { type: 'semantic', statement },
+        required: true,
+      },
+      objective: 'Check that the judge answers.',
+      items: [{ item_id: 'check', title: 'Say READY', status: 'ready_for_verification' }],
+      earlier: [],
+      evidence: [{ item_id: 'check', ref: 'receipt check', text: 'READY' }],
+      workspace_diff: null,
+      workspace_note: 'a check of the judge reads no workspace',
+    },
+    { timeout_ms: config.timeout_ms, ...(signal ? { signal } : {}) },
+  );
+  return {
+    provider: config.provider,
+    model: config.model,
+    base_url: config.base_url,
+    verdict: answer.verdict,
+    reason: answer.reason,
+    duration_ms: Math.round(performance.now() - started),
+    ok: answer.verdict === 'passed',
+  };
+}

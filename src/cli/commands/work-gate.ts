@@ -2,14 +2,16 @@
  * `baton work gate` (the completion gate, also as a Claude Code or Codex Stop hook) and
  * `baton work verify` (run the verifier and print each verdict). Both run on this machine's
  * store and workspace: the gate computes the workspace checkpoint now, and the verifier runs
- * shell criteria in the local read-only sandbox, so neither goes through --server.
+ * shell criteria in the local read-only sandbox, so neither goes through --server. And `baton
+ * work judge`, which asks the configured judge of semantic criteria a question with a known answer.
  */
 import { stopGate, defaultMaxBlocks, maxBlocksLimit } from '../../app/gate.ts';
 import { maxTimeoutMs, verifyWork } from '../../app/verify.ts';
 import { BatonError, isBatonError } from '../../core/errors.ts';
 import { personReasons } from '../../core/work/gate.ts';
 import { common, databaseHelp, text, UsageError, whole, type Command, type Options } from '../command.ts';
-import { appDeps, configHelp, configOption } from '../config.ts';
+import { checkJudge } from '../../agent/judge.ts';
+import { appDeps, commandConfig, configHelp, configOption } from '../config.ts';
 import type { Context } from '../context.ts';
 
 const options = {
@@ -244,4 +246,49 @@ ${databaseHelp}
   },
 };
 
-export const gateCommands: Record<string, Command> = { 'work gate': gate, 'work verify': verify };
+const judge: Command = {
+  summary: 'ask the judge of semantic criteria ([judge] in baton.toml) a question with a known answer',
+  usage: `baton work judge [--config FILE] [--json]
+
+  Sends the configured model one criterion whose evidence decides it, through the same prompt
+  and reading a verification uses, and says whether it answered as a judge must (passed), how
+  long it took, and what it said. Nothing is written.
+  --json                print {provider, model, base_url, verdict, reason, duration_ms, ok}
+${configHelp}
+
+  Exit 0 when the judge answered passed, 1 otherwise (no [judge], unreachable, or a wrong
+  answer), with --json too.`,
+  examples: ['baton work judge', 'baton work judge --config ci/baton.toml --json'],
+  options: { ...common, ...configOption, json: { type: 'boolean', default: false } },
+  async run(context) {
+    if (context.positionals.length > 0) throw new UsageError('baton work judge takes options only');
+    const { judge: config, path } = await commandConfig(context);
+    if (config === null) {
+      throw new BatonError(
+        'precondition_failed',
+        `${path ?? 'baton.toml'} has no [judge]: name a model (provider, model) to judge semantic criteria (docs/judge.md)`,
+      );
+    }
+    const check = await checkJudge(config, context.io.env);
+    context.print(
+      check,
+      () =>
+        `judge ${check.provider}/${check.model} at ${check.base_url}: ${check.verdict} in ${check.duration_ms} ms\n  ${check.reason}\n`,
+    );
+    if (!check.ok) {
+      throw new BatonError(
+        'unavailable',
+        check.verdict === 'unavailable' || check.verdict === 'timed_out'
+          ? 'the judge did not answer'
+          : `the judge answered ${check.verdict} where the evidence decides passed: choose a model that follows the instructions`,
+        { verdict: check.verdict },
+      );
+    }
+  },
+};
+
+export const gateCommands: Record<string, Command> = {
+  'work gate': gate,
+  'work verify': verify,
+  'work judge': judge,
+};
