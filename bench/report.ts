@@ -6,19 +6,17 @@
  * with as many listed revisions as the long one, shows the part that history alone costs.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { AppDeps } from '../src/app/deps.ts';
 import { commitHandoff, prepareHandoff } from '../src/app/handoffs.ts';
 import { readReport, readWorkstreamReport } from '../src/app/report.ts';
-import { systemClock } from '../src/core/clock.ts';
 import { reportRevisionLimit } from '../src/core/handoff/report.ts';
 import type { JsonObject } from '../src/core/json.ts';
 import type { EntryInput } from '../src/core/ledger/entry.ts';
 import { scopeStream, type ScopeKey } from '../src/core/ledger/names.ts';
 import type { SourceRef } from '../src/core/ledger/source.ts';
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { buildSqlite, loadAverage, parseSizes } from './shared.ts';
 
 const project_id = 'bench';
 /** The control workstream lives in a project of its own, so readReport(bench) covers the two. */
@@ -152,44 +150,9 @@ function stats(latencies: readonly number[]): Stats {
   };
 }
 
-function load(): string {
-  return loadavg()
-    .map((value) => value.toFixed(2))
-    .join(' ');
-}
-
-function wholeNumber(name: string, text: string | undefined): number {
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new RangeError(`--${name} takes a positive whole number, got ${text}`);
-  }
-  return value;
-}
-
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      sources: { type: 'string', default: '100000' },
-      revisions: { type: 'string', default: '5000' },
-      reads: { type: 'string', default: '4000' },
-      help: { type: 'boolean' },
-    },
-  });
-  if (values.help) {
-    console.log(usage);
-    return 0;
-  }
-  let sizes: { sources: number; revisions: number; reads: number };
-  try {
-    sizes = {
-      sources: wholeNumber('sources', values.sources),
-      revisions: wholeNumber('revisions', values.revisions),
-      reads: wholeNumber('reads', values.reads),
-    };
-  } catch (error) {
-    console.error(`${(error as Error).message}\n\n${usage}`);
-    return 2;
-  }
+  const sizes = parseSizes({ sources: '100000', revisions: '5000', reads: '4000' }, usage);
+  if (typeof sizes === 'number') return sizes;
 
   const workstreams: readonly Workstream[] = [
     { side: 'big', scope: { project_id, scope_id: 'long-history' }, ...sizes },
@@ -209,7 +172,7 @@ async function main(): Promise<number> {
   console.log(
     `node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), database in ${tmpdir()}`,
   );
-  console.log(`load average at start: ${load()}`);
+  console.log(`load average at start: ${loadAverage()}`);
   console.log(
     `setup at synchronous=NORMAL; reads through the store reopened with its default pragmas (FULL).\n` +
       `A report lists the latest ${reportRevisionLimit} revisions: the long one ${Math.min(sizes.revisions, reportRevisionLimit)},` +
@@ -220,20 +183,12 @@ async function main(): Promise<number> {
   const file = join(dir, 'report.db');
   const results = new Map<Side, Stats>();
   try {
-    process.stderr.write('building the ledger (not timed)\n');
-    const setupStart = performance.now();
-    const writer = await openSqliteStore({ path: file, synchronous: 'normal' });
-    try {
-      await writer.createProject(project_id);
-      await writer.createProject(control_project_id);
-      for (const workstream of workstreams) await fill({ store: writer, clock: systemClock }, workstream);
-    } finally {
-      await writer.close();
-    }
-    console.log(`setup: ${((performance.now() - setupStart) / 1000).toFixed(1)} s`);
-
-    const store = await openSqliteStore({ path: file });
-    const deps: AppDeps = { store, clock: systemClock };
+    const deps = await buildSqlite(file, async (writer) => {
+      await writer.store.createProject(project_id);
+      await writer.store.createProject(control_project_id);
+      for (const workstream of workstreams) await fill(writer, workstream);
+    });
+    const { store } = deps;
     try {
       await check(deps, workstreams);
       const readers: Record<Side, () => Promise<unknown>> = {
@@ -276,7 +231,7 @@ async function main(): Promise<number> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  console.log(`load average at end: ${load()}`);
+  console.log(`load average at end: ${loadAverage()}`);
 
   const labels: Record<Side, string> = {
     big: `long (${count(sizes.sources)} src, ${count(sizes.revisions)} rev)`,

@@ -10,10 +10,11 @@ import { listSessions } from '../src/app/work-list.ts';
 import * as work from '../src/app/work.ts';
 import { createClient } from '../src/client/index.ts';
 import { systemClock } from '../src/core/clock.ts';
+import { streamName } from '../src/core/ledger/names.ts';
 import type { Actor } from '../src/core/work/model.ts';
 import { summaryObjectiveLength } from '../src/core/work/summary.ts';
 import { startHarness, type HttpHarness } from './helpers/http.ts';
-import { backends, type OpenedStore } from './helpers/stores.ts';
+import { backends, withOverrides, type OpenedStore } from './helpers/stores.ts';
 import { contract, ev } from './helpers/work.ts';
 
 const model: Actor = { type: 'model', id: 'agent' };
@@ -33,6 +34,31 @@ for (const backend of backends) {
       await deps.store.createProject('rival');
     });
     afterEach(() => opened.dispose());
+
+    /** The same store, telling which session streams are read: the ones a list projects again. */
+    function counting(): { deps: AppDeps; reads: string[] } {
+      const reads: string[] = [];
+      const store = withOverrides(deps.store, {
+        readStream: (stream, range) => {
+          reads.push(streamName(stream));
+          return deps.store.readStream(stream, range);
+        },
+      });
+      return { deps: { store, clock: systemClock }, reads };
+    }
+
+    /** A session whose ledger breaks an invariant: a status change of a contract it never created. */
+    async function startBroken(session_id: string) {
+      await work.startSession(deps, 'acme', { session_id });
+      await deps.store.append(work.sessionStream('acme', session_id), [
+        {
+          type: 'work_event',
+          source_id: 'stray',
+          content: ev.status('active', 'completed', 'runtime', 1, 'nowhere'),
+          metadata: { kind: 'work_event' },
+        },
+      ]);
+    }
 
     async function startWithContract(session_id: string, shape: Parameters<typeof contract>[0] = {}) {
       await work.startSession(deps, 'acme', { session_id, work_mode: 'managed' });
@@ -112,16 +138,7 @@ for (const backend of backends) {
     it('lists a session whose ledger breaks an invariant with its error, and the others as usual', async () => {
       await startWithContract('good');
       await tick();
-      await work.startSession(deps, 'acme', { session_id: 'broken' });
-      // A status change of a contract the session never created: the projector refuses it.
-      await deps.store.append(work.sessionStream('acme', 'broken'), [
-        {
-          type: 'work_event',
-          source_id: 'stray',
-          content: ev.status('active', 'completed', 'runtime', 1, 'nowhere'),
-          metadata: { kind: 'work_event' },
-        },
-      ]);
+      await startBroken('broken');
       const listed = await listSessions(deps, 'acme');
       expect(listed.sessions.map((session) => session.session_id)).toEqual(['broken', 'good']);
       expect(listed.sessions[0]).toMatchObject({
@@ -132,6 +149,53 @@ for (const backend of backends) {
       });
       expect(listed.sessions[0]!.position).toBe(2);
       expect(listed.sessions[1]).toMatchObject({ error: null, contract: { contract_id: 'work-1' } });
+    });
+
+    it('shows a change made after a list in the next list, projecting again only the session that changed', async () => {
+      await startWithContract('first');
+      await tick();
+      await startWithContract('second');
+      const lister = counting();
+      const before = await listSessions(lister.deps, 'acme');
+      expect(lister.reads.sort()).toEqual(['first', 'second']);
+
+      lister.reads.length = 0;
+      expect(await listSessions(lister.deps, 'acme')).toEqual(before);
+      expect(lister.reads).toEqual([]);
+
+      // Written through another handle on the same database, as another server would.
+      await work.transitionItem(
+        deps,
+        'acme',
+        { session_id: 'first', revision: 1, item_id: 'inspect', to: 'running' },
+        model,
+      );
+      const after = await listSessions(lister.deps, 'acme');
+      expect(lister.reads).toEqual(['first']);
+      expect(
+        after.sessions.map((session) => [session.session_id, session.contract?.items.by_status]),
+      ).toEqual([
+        ['second', { ready: 1, proposed: 1 }],
+        ['first', { running: 1, proposed: 1 }],
+      ]);
+      expect(after.sessions[1]!.position).toBe(before.sessions[1]!.position + 1);
+      expect(after.sessions[0]).toBe(before.sessions[0]);
+    });
+
+    it('projects a session whose ledger breaks an invariant again on every list, with its error each time', async () => {
+      await startWithContract('good');
+      await startBroken('broken');
+      const lister = counting();
+      const first = await listSessions(lister.deps, 'acme');
+      lister.reads.length = 0;
+      const second = await listSessions(lister.deps, 'acme');
+      expect(lister.reads).toEqual(['broken']);
+      expect(second).toEqual(first);
+      expect(second.sessions.find((session) => session.session_id === 'broken')).toMatchObject({
+        position: 2,
+        contract: null,
+        error: { code: 'precondition_failed' },
+      });
     });
   });
 }

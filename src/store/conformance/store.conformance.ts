@@ -152,6 +152,14 @@ export function describeStore(name: string, factory: StoreFactory): void {
           expect(new Set(seqs).size).toBe(3);
           expect((await store.getStream(stream)).head).toBe(3);
           expect((await store.getStream(session)).head).toBe(1);
+          // list_sessions reuses a summary while its stream's listed head is unchanged.
+          const listed = (await store.listStreams(project_id)).map(({ stream, head }) => ({ stream, head }));
+          expect(listed).toEqual([
+            { stream, head: 3 },
+            { stream: session, head: 1 },
+          ]);
+          await store.append(session, [{ type: 'user_message', content: 'again' }]);
+          expect((await store.listStreams(project_id)).map(({ head }) => head)).toEqual([3, 2]);
         }));
 
       it('stores the canonical body under its digest', () =>
