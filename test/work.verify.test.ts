@@ -257,6 +257,27 @@ describe('verification', () => {
     ]);
   });
 
+  it('records a failing verdict when an item waiting on a regressed one goes back: to proposed, never refused', async () => {
+    await contractWith(
+      [exists('README.md')],
+      [
+        { item_id: 'a', title: 'A', criterion_ids: ['exists-README.md'] },
+        { item_id: 'b', title: 'B', criterion_ids: ['exists-README.md'], dependencies: ['a'] } as never,
+      ],
+    );
+    await finishItem('a');
+    await verifyWork(deps, 'acme', { session_id: 's' });
+    await finishItem('b');
+    rmSync(join(workspace, 'README.md'));
+    const report = await verifyWork(deps, 'acme', { session_id: 's' });
+    expect(report.verdicts[0]).toMatchObject({ criterion_id: 'exists-README.md', verdict: 'failed' });
+    const status = Object.fromEntries(
+      report.snapshot.contract!.items.map((item) => [item.item_id, item.status]),
+    );
+    // a regressed (it waits for verification again), so b, which depends on it, waits for it.
+    expect(status).toEqual({ a: 'ready_for_verification', b: 'proposed' });
+  });
+
   it('tool failure becomes evidence: a failed tool result is cited by the failing verdict', async () => {
     await contractWith([{ criterion_id: 'tests', kind: { type: 'tool_succeeded', tool: 'run_tests' } }]);
     await work.commitWork(deps, work.sessionStream('acme', 's'), () => ({

@@ -25,7 +25,13 @@ import type {
 } from '../core/work/model.ts';
 import { evidenceRefText } from '../core/work/describe.ts';
 import type { JudgeEvidence, JudgeRequest, SemanticJudge } from '../core/work/judge.ts';
-import { activeContract, completionBlockers, type ContractProjection } from '../core/work/projector.ts';
+import {
+  activeContract,
+  completionBlockers,
+  type ContractProjection,
+  type WorkItemState,
+} from '../core/work/projector.ts';
+import { itemDone } from '../core/work/transitions.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import { itemChange, workEvent } from '../core/work/runtime.ts';
 import type { Store } from '../store/store.ts';
@@ -685,21 +691,35 @@ async function verifyOnce(
     const required = new Map(
       current.contract.criteria.map((criterion) => [criterion.criterion_id, criterion.required]),
     );
+    const requiredVerdicts = (item: WorkItemState) =>
+      current.contract.items
+        .find((candidate) => candidate.item_id === item.item_id)!
+        .criterion_ids.filter((id) => required.get(id))
+        .map((id) => [id, results.get(id)!.verdict] as const);
+    const allPassed = (item: WorkItemState) =>
+      requiredVerdicts(item).every(([, verdict]) => verdict === 'passed');
+    // What these verdicts leave done: a succeeded item whose criterion no longer passes is not.
+    const doneAfter = new Set(
+      current.items
+        .filter((item) => itemDone.has(item.status) && !(item.status === 'succeeded' && !allPassed(item)))
+        .map((item) => item.item_id),
+    );
     for (const item of current.items) {
       const definition = current.contract.items.find((candidate) => candidate.item_id === item.item_id)!;
-      const mine = definition.criterion_ids
-        .filter((id) => required.get(id))
-        .map((id) => [id, results.get(id)!.verdict] as const);
-      const allPassed = mine.every(([, verdict]) => verdict === 'passed');
+      const mine = requiredVerdicts(item);
       const findings = mine
         .filter(([, verdict]) => verdict === 'failed' || verdict === 'timed_out')
         .map(([id, verdict]) => `${id}: ${verdict}`);
-      const change = (to: 'succeeded' | 'ready' | 'ready_for_verification', reason: string) =>
+      const change = (to: 'succeeded' | 'ready' | 'proposed' | 'ready_for_verification', reason: string) =>
         events.push(itemChange(current, item, to, reason, verifier));
       if (item.status === 'ready_for_verification') {
-        if (allPassed) change('succeeded', 'every required criterion passed');
-        else if (findings.length > 0) change('ready', `verification failed: ${findings.join(', ')}`);
-      } else if (item.status === 'succeeded' && !allPassed) {
+        if (allPassed(item)) change('succeeded', 'every required criterion passed');
+        else if (findings.length > 0) {
+          // Back to work; while a dependency is not done (it regressed just now), to wait for it.
+          const ready = definition.dependencies.every((dependency) => doneAfter.has(dependency));
+          change(ready ? 'ready' : 'proposed', `verification failed: ${findings.join(', ')}`);
+        }
+      } else if (item.status === 'succeeded' && !allPassed(item)) {
         change(
           'ready_for_verification',
           `a regression: ${mine

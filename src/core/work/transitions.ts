@@ -63,6 +63,8 @@ export const itemTransitions: Table<WorkItemStatus> = {
   verifier: [
     ['ready_for_verification', 'succeeded'],
     ['ready_for_verification', 'ready'],
+    // Sent back while a dependency that regressed in the same verification is not done.
+    ['ready_for_verification', 'proposed'],
     ['ready_for_verification', 'failed'],
     ['succeeded', 'ready_for_verification'],
   ],
