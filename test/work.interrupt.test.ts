@@ -271,28 +271,64 @@ for (const backend of backends) {
       expect((await readContinuity(deps, at)).counts['handoff-boundary']).toBe(1);
     });
 
-    it('ends the session with a warning when the handoff is refused, and writes nothing when the store fails', async () => {
+    it('keeps the end when the handoff is refused or the process dies preparing it; the same end again prepares it', async () => {
       await start();
       await contract();
       const sessionHead = (await work.readWork(deps, project_id, { session_id: 's' })).position;
-      // A crash while preparing: the end is not written, and can be given again.
-      const crashing = overriding(deps.store, {
-        putPrepared: () => Promise.reject(new Error('the process died here')),
-      });
-      await expect(end('aborted', undefined, { ...deps, store: crashing })).rejects.toThrow(
-        'the process died here',
-      );
-      expect((await work.readWork(deps, project_id, { session_id: 's' })).position).toBe(sessionHead);
       // A refusal: the end stands without a handoff, and says why.
       const refusing = overriding(deps.store, {
         putPrepared: () =>
           Promise.reject(new BatonError('payload_too_large', 'prepared handoff is too large')),
       });
-      const ended = await end('aborted', undefined, { ...deps, store: refusing });
-      expect(ended.projection?.terminal).toEqual({ status: 'aborted', position: ended.position });
+      const ended = await end('aborted', 'stopped', { ...deps, store: refusing });
+      expect(ended.position).toBe(sessionHead + 1);
+      expect(ended.terminal).toEqual({ status: 'aborted', position: ended.position });
       const warning = ended.warnings.find((candidate) => candidate.code === 'handoff_not_prepared');
       expect(warning?.contract_id).toBe('fix-login');
       expect(warning?.message).toContain('prepared handoff is too large');
+      expect(warning?.message).toContain('ending the session aborted again prepares it');
+      // The process dies while preparing it on the next try: the end still stands, nothing more.
+      const crashing = overriding(deps.store, {
+        putPrepared: () => Promise.reject(new Error('the process died here')),
+      });
+      await expect(end('aborted', 'stopped', { ...deps, store: crashing })).rejects.toThrow(
+        'the process died here',
+      );
+      expect((await work.readWork(deps, project_id, { session_id: 's' })).terminal?.handoff).toBeUndefined();
+      // The same end again prepares it, once; another end is still refused and writes nothing.
+      const again = await end('aborted', 'stopped');
+      expect(again.terminal).toMatchObject({ status: 'aborted', position: ended.position });
+      expect(again.terminal?.handoff?.scope_id).toBe(scope_id);
+      expect(again.warnings.map((candidate) => candidate.code)).not.toContain('handoff_not_prepared');
+      const scope = await scopeHead();
+      expect((await end('aborted', 'stopped')).terminal).toEqual(again.terminal);
+      await expectBatonError(end('failed'), 'conflict', { rule: 'session_ended' });
+      expect(await scopeHead()).toBe(scope);
+    });
+
+    it('prepares one handoff when two ends race, and a refused different end writes nothing in the workstream', async () => {
+      await start();
+      await contract();
+      const head = await scopeHead();
+      const results = await Promise.allSettled([
+        end('max_turns', 'out of turns'),
+        end('max_turns', 'out of turns'),
+        end('failed', 'crashed'),
+      ]);
+      const ok = results.filter((result) => result.status === 'fulfilled').map((result) => result.value);
+      const refused = results.filter((result) => result.status === 'rejected');
+      expect(ok.length + refused.length).toBe(3);
+      const read = await work.readWork(deps, project_id, { session_id: 's' });
+      const winner = read.terminal!;
+      expect(winner.handoff).toBeDefined();
+      // One boundary for the end that stands; the refused end stored none.
+      const continuity = await readContinuity(deps, at);
+      const boundaries = continuity.timeline.filter((event) => event.kind === 'handoff-boundary');
+      expect(boundaries.map((event) => event.source_ref)).toEqual([
+        expect.objectContaining({ source_id: 'boundary-1' }),
+        winner.handoff!.boundary_ref,
+      ]);
+      expect(await scopeHead()).toBe(head + 2);
     });
 
     it("keeps the runtime's boundary and verdicts ids from callers", async () => {
@@ -381,6 +417,34 @@ describe('the boundary of an interrupted run', () => {
     updated_position: 9,
     events: 9,
   } as unknown as ContractProjection;
+
+  it('states a stale verdict as the verdicts source records it: unknown, never the old pass', () => {
+    const small = {
+      ...contract,
+      items: contract.items.slice(0, 1),
+      contract: { ...contract.contract, items: contract.contract.items.slice(0, 1) },
+      criteria: [
+        {
+          criterion_id: 'k',
+          result: { verdict: 'passed', reason: 'exit code 0', evidence: [], checkpoint: 'c1' },
+          recorded_position: 3,
+          stale: true,
+        },
+      ],
+    } as unknown as ContractProjection;
+    const boundary = interruptedBoundary({
+      session_id: 's',
+      status: 'aborted',
+      reason: '',
+      contract: small,
+      verdicts,
+    });
+    expect(boundary.current_state.at(-1)).toEqual({
+      text: 'Criterion k (optional): unknown: its passed verdict was taken before the workspace last changed: exit code 0',
+      basis: 'verified',
+      evidence: [verdicts],
+    });
+  });
 
   it('keeps 64 statements, says what did not fit, and names the blocked item next', () => {
     const boundary = interruptedBoundary({

@@ -149,8 +149,10 @@ export interface HandoffCurrentWorkResult extends PreparedResult {
  */
 export async function handoffCurrentWork(deps: AppDeps, input: unknown): Promise<HandoffCurrentWorkResult> {
   const { at, fields } = split(parseRecord(boundaryInput, input, 'handoff boundary'));
-  return finalizeBoundary(deps, at, { schema: 'baton.handoff-boundary/v1', ...fields });
+  return finalizeBoundary(deps, at, { schema: 'baton.handoff-boundary/v1', ...fields }, callerRetry);
 }
+
+const callerRetry = 'fix the cause and retry with the same source_id';
 
 const runtimeBoundarySchema = withBlockedRule(boundarySchema);
 
@@ -175,6 +177,8 @@ async function finalizeBoundary(
   deps: AppDeps,
   at: { project_id: string; scope_id: string; source_id: string },
   boundary: Boundary,
+  /** What the caller does when finalizing fails after the boundary is stored, if anything. */
+  retry?: string,
 ): Promise<HandoffCurrentWorkResult> {
   const handoff = (boundaryRef: SourceRef[]) => ({
     objective: boundary.objective,
@@ -224,7 +228,7 @@ async function finalizeBoundary(
     if (!isBatonError(error)) throw error;
     throw new BatonError(
       error.code,
-      `${error.message}; the boundary ${at.source_id} is stored (details.boundary_receipt): fix the cause and retry with the same source_id`,
+      `${error.message}; the boundary ${at.source_id} is stored (details.boundary_receipt)${retry ? `: ${retry}` : ''}`,
       { ...error.data, boundary_receipt: receipt },
     );
   }

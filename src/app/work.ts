@@ -54,6 +54,7 @@ import {
   sessionEntrySchemas,
   terminalStatuses,
   workModes,
+  interruptionHandoffPurpose,
   type InterruptionHandoff,
   type SessionHeader,
   type TerminalStatus,
@@ -70,7 +71,7 @@ import { requireReadableEvidence } from './evidence.ts';
 import { checkWorkspaceBoundary, workspaceChecker } from './workspace-paths.ts';
 
 /** Entry kinds the work projection reads from a session stream. */
-export const workEntryKinds = ['session_header', 'work_event', 'checkpoint', 'terminal'] as const;
+export const workEntryKinds = ['session_header', 'work_event', 'checkpoint', 'terminal', 'receipt'] as const;
 
 export function sessionStream(project_id: string, session_id: string): StreamKey {
   return { project_id, kind: 'session', session_id };
@@ -1291,6 +1292,78 @@ async function observeChild(
 }
 
 /**
+ * The Handoff an interrupted bound session prepares for whoever continues (docs/managed-work.md,
+ * "An interrupted bound session"), after its terminal marker is in the ledger: prepared from the
+ * state the marker was appended to, then recorded in the session by a `receipt` entry (purpose
+ * `interruption_handoff`) that the projection reads as the marker's `handoff`. Once: a session
+ * whose marker already names one prepares nothing; one whose preparation was refused prepares it
+ * when it is ended the same way again.
+ */
+async function recordInterruptionHandoff(
+  deps: AppDeps,
+  project_id: string,
+  header: SessionHeader | null,
+  ended: WorkSnapshot,
+  end: { readonly status: TerminalStatus; readonly reason: string },
+): Promise<{ snapshot: WorkSnapshot; warnings: WorkWarning[] }> {
+  const scope_id = header?.scope_id;
+  const live = ended.contract;
+  const terminal = ended.terminal;
+  if (
+    !isInterruption(end.status) ||
+    scope_id === undefined ||
+    live === null ||
+    terminal === null ||
+    terminal.status !== end.status ||
+    terminal.handoff !== undefined
+  ) {
+    return { snapshot: ended, warnings: [] };
+  }
+  let handoff: InterruptionHandoff;
+  try {
+    handoff = await prepareInterruptionHandoff(
+      deps,
+      project_id,
+      {
+        session_id: ended.session_id,
+        scope_id,
+        head: ended.position,
+        status: end.status,
+        reason: end.reason,
+      },
+      live,
+    );
+  } catch (error) {
+    if (!isBatonError(error)) throw error;
+    const warning: WorkWarning = {
+      code: 'handoff_not_prepared',
+      message: `no handoff was prepared in workstream ${scope_id} for whoever continues: ${error.message}; ending the session ${end.status} again prepares it`,
+      contract_id: live.contract_id,
+    };
+    return { snapshot: ended, warnings: [warning] };
+  }
+  const snapshot = await commitWork(deps, sessionStream(project_id, ended.session_id), ({ terminal: now }) =>
+    now?.handoff !== undefined
+      ? []
+      : {
+          entries: [
+            {
+              type: 'receipt',
+              content: {
+                schema: 'baton.receipt/v1',
+                receipt_id: handoff.boundary_ref.source_id,
+                purpose: interruptionHandoffPurpose,
+                details: handoff as unknown as JsonObject,
+              },
+            },
+          ],
+          events: [],
+        },
+  );
+  return { snapshot, warnings: [] };
+}
+
+/**
  * End a session: append its terminal marker (completed, failed, aborted or max_turns), once
  * (docs/managed-work.md, "Ending a session"). The same end again writes nothing; another one is
  * refused `conflict`, rule `session_ended`. `completed` is refused, rule `work_incomplete`, while
@@ -1298,78 +1371,61 @@ async function observeChild(
  * (end it `aborted` or `failed`). A child session's parent then observes the end at once: its
  * items delegated to this child are reconciled, and a failure to do so is a warning
  * (`parent_not_reconciled`) beside the end, which stands; reconciling the parent again repeats it.
+ * A bound session that ends interrupted with a live contract then prepares its Handoff
+ * (recordInterruptionHandoff); the same end again prepares it if it was refused.
  */
 export async function endSession(deps: AppDeps, project_id: string, input: unknown): Promise<WorkSnapshot> {
   const parsed = parse(endSessionFields, input, 'session end');
-  /** The parent the session's header names, and why no handoff was prepared, as the end was decided. */
-  const decided: { parent: string | null; warnings: WorkWarning[] } = { parent: null, warnings: [] };
-  const ended = await commitWork(
-    deps,
-    sessionStream(project_id, parsed.session_id),
-    async ({ head, projection, header, terminal }) => {
-      decided.parent = header?.parent_session_id ?? null;
-      decided.warnings = [];
-      if (terminal !== null) {
-        if (terminal.status === parsed.status) return [];
+  const stream = sessionStream(project_id, parsed.session_id);
+  /** The session's header, as read when the end was decided. */
+  const decided: { header: SessionHeader | null } = { header: null };
+  const marked = await commitWork(deps, stream, ({ projection, header, terminal }) => {
+    decided.header = header;
+    if (terminal !== null) {
+      if (terminal.status === parsed.status) return [];
+      throw new BatonError(
+        'conflict',
+        `session ${parsed.session_id} already ended ${terminal.status} (ledger position ${terminal.position}); a session ends once`,
+        { rule: 'session_ended', status: terminal.status, position: terminal.position },
+      );
+    }
+    if (parsed.status === 'completed') {
+      const gate = workGate(projection, { live_children: [], checkpoint: null });
+      if (gate.decision === 'block') {
         throw new BatonError(
           'conflict',
-          `session ${parsed.session_id} already ended ${terminal.status} (ledger position ${terminal.position}); a session ends once`,
-          { rule: 'session_ended', status: terminal.status, position: terminal.position },
+          `session ${parsed.session_id} cannot end completed while contract "${gate.contract_id}" is ${gate.status}: finish and verify it, or end the session aborted or failed`,
+          {
+            rule: 'work_incomplete',
+            contract_id: gate.contract_id,
+            status: gate.status,
+            reasons: gate.reasons,
+          },
         );
       }
-      if (parsed.status === 'completed') {
-        const gate = workGate(projection, { live_children: [], checkpoint: null });
-        if (gate.decision === 'block') {
-          throw new BatonError(
-            'conflict',
-            `session ${parsed.session_id} cannot end completed while contract "${gate.contract_id}" is ${gate.status}: finish and verify it, or end the session aborted or failed`,
-            {
-              rule: 'work_incomplete',
-              contract_id: gate.contract_id,
-              status: gate.status,
-              reasons: gate.reasons,
-            },
-          );
-        }
-      }
-      const reason = parsed.reason ?? '';
-      let handoff: InterruptionHandoff | undefined;
-      const live = projection?.contracts.find(
-        (contract) => contract.contract_id === projection.active_contract_id,
-      );
-      const scope_id = header?.scope_id;
-      if (isInterruption(parsed.status) && scope_id !== undefined && live !== undefined) {
-        try {
-          const end = { session_id: parsed.session_id, scope_id, head, status: parsed.status, reason };
-          handoff = await prepareInterruptionHandoff(deps, project_id, end, live);
-        } catch (error) {
-          // A store that cannot be reached cannot take the end either: nothing is written.
-          if (!isBatonError(error) || error.code === 'unavailable') throw error;
-          decided.warnings.push({
-            code: 'handoff_not_prepared',
-            message: `no handoff was prepared in workstream ${scope_id} for whoever continues: ${error.message}`,
-            contract_id: live.contract_id,
-          });
-        }
-      }
-      const content = {
-        schema: 'baton.terminal/v1',
-        status: parsed.status,
-        reason,
-        ...(handoff ? { handoff: handoff as unknown as JsonObject } : {}),
-      };
-      return { entries: [{ type: 'terminal', content }], events: [] };
+    }
+    const content = { schema: 'baton.terminal/v1', status: parsed.status, reason: parsed.reason ?? '' };
+    return { entries: [{ type: 'terminal', content }], events: [] };
+  });
+  const { snapshot: ended, warnings } = await recordInterruptionHandoff(
+    deps,
+    project_id,
+    decided.header,
+    marked,
+    {
+      status: parsed.status,
+      reason: parsed.reason ?? '',
     },
   );
-  const { parent } = decided;
-  if (parent === null) return withWarnings(ended, decided.warnings);
+  const parent = decided.header?.parent_session_id ?? null;
+  if (parent === null) return withWarnings(ended, warnings);
   try {
     await observeChild(deps, project_id, parent, parsed.session_id);
-    return withWarnings(ended, decided.warnings);
+    return withWarnings(ended, warnings);
   } catch (error) {
     if (!(error instanceof BatonError)) throw error;
     return withWarnings(ended, [
-      ...decided.warnings,
+      ...warnings,
       {
         code: 'parent_not_reconciled',
         message: `parent session ${parent} did not take this end in: ${error.message}; baton work reconcile ${parent} tries again`,

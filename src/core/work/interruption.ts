@@ -153,12 +153,12 @@ export function interruptedBoundary(input: {
     const row = rows.find((candidate) => candidate.criterion_id === criterion.criterion_id)!;
     const what = `Criterion ${criterion.criterion_id} (${row.required ? 'required' : 'optional'})`;
     if (criterion.result === null) return declared(`${what}: not verified yet.`);
+    // As the cited verdicts source records it: a stale verdict is unknown there, never its old value.
+    const standing = criterion.stale
+      ? `${row.status}: its ${criterion.result.verdict} verdict was taken before the workspace last changed`
+      : row.status;
     return {
-      text: clipText(
-        `${what}: ${criterion.result.verdict}${criterion.stale ? ', taken before the workspace last changed' : ''}` +
-          (row.reason ? `: ${row.reason}` : '.'),
-        itemChars,
-      ),
+      text: clipText(`${what}: ${standing}` + (row.reason ? `: ${row.reason}` : '.'), itemChars),
       basis: 'verified',
       evidence: [verdicts],
     };

@@ -24,7 +24,13 @@ import {
   type WorkItemStatus,
   type WorkOwner,
 } from './model.ts';
-import { sessionEntrySchemas, type InterruptionHandoff, type TerminalStatus } from './session.ts';
+import {
+  interruptionHandoffPurpose,
+  interruptionHandoffSchema,
+  sessionEntrySchemas,
+  type InterruptionHandoff,
+  type TerminalStatus,
+} from './session.ts';
 import { contractTransitionAllowed, isRetry, itemDone, itemTransitionAllowed } from './transitions.ts';
 import { validateStructure } from './validate.ts';
 
@@ -266,13 +272,26 @@ export class WorkProjector {
       }
       case 'terminal': {
         const parsed = sessionEntrySchemas.terminal.safeParse(entry.content);
-        if (parsed.success) {
-          const { status, handoff } = parsed.data;
-          this.terminal = { status, position: entry.position, ...(handoff ? { handoff } : {}) };
-        } else
+        if (parsed.success) this.terminal = { status: parsed.data.status, position: entry.position };
+        else
           this.warn(
             'unreadable_entry',
             `terminal marker at position ${entry.position} is unreadable`,
+            entry.position,
+          );
+        return;
+      }
+      case 'receipt': {
+        // The Handoff an interrupted bound session prepared: the first one after its marker.
+        if (this.terminal === null || this.terminal.handoff !== undefined) return;
+        const parsed = sessionEntrySchemas.receipt.safeParse(entry.content);
+        if (!parsed.success || parsed.data.purpose !== interruptionHandoffPurpose) return;
+        const handoff = interruptionHandoffSchema.safeParse(parsed.data.details);
+        if (handoff.success) this.terminal = { ...this.terminal, handoff: handoff.data };
+        else
+          this.warn(
+            'unreadable_entry',
+            `the handoff recorded at position ${entry.position} is unreadable`,
             entry.position,
           );
         return;

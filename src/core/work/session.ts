@@ -42,6 +42,12 @@ export const interruptionHandoffSchema = z.looseObject({
 });
 export type InterruptionHandoff = z.output<typeof interruptionHandoffSchema>;
 
+/**
+ * The purpose of the `receipt` entry that records it, after the terminal marker: its details are
+ * an InterruptionHandoff, and the projection reads the first one as the marker's `handoff`.
+ */
+export const interruptionHandoffPurpose = 'interruption_handoff';
+
 export const sessionEntrySchemas = {
   session_header: recordSchema('baton.session-header/v1', {
     session_id: storedSessionIdSchema,
@@ -88,11 +94,6 @@ export const sessionEntrySchemas = {
   terminal: recordSchema('baton.terminal/v1', {
     status: z.enum(terminalStatuses),
     reason: z.string().max(4000).default(''),
-    /**
-     * The Handoff an interrupted bound session prepared for whoever continues (src/core/work/
-     * interruption.ts). Written only when one was prepared, so older markers read unchanged.
-     */
-    handoff: interruptionHandoffSchema.optional(),
   }),
 } as const;
 
