@@ -388,7 +388,12 @@ for (const backend of backends) {
       await work.cancelItem(deps, 'acme', { ...at, reason: 'by mistake' }, person);
       const retried = await work.retryItem(deps, 'acme', at, person);
       expect(status(retried, 'inspect')).toMatchObject({ status: 'ready' });
-      expect(status(retried, 'implement')).toMatchObject({ status: 'proposed', attempt: 2 });
+      // A new attempt: the cancelled one's finish is not shown beside it.
+      expect(status(retried, 'implement')).toMatchObject({
+        status: 'proposed',
+        attempt: 2,
+        finished_at: null,
+      });
       const done = await work.transitionItem(
         deps,
         'acme',

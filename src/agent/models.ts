@@ -42,6 +42,26 @@ const anthropicAnswer = z.object({
 });
 
 const detailChars = 300;
+/** The most of an answer read: a judge's verdict is a few hundred bytes. */
+const answerBytes = 1024 * 1024;
+
+/** The body as text, refused once it passes `limit` bytes (leaving the loop cancels the rest). */
+async function readCapped(response: Response, limit: number): Promise<string> {
+  if (!response.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > limit) {
+      throw new ModelError(
+        'unavailable',
+        `${new URL(response.url).origin} answered more than ${limit} bytes`,
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 function endpoint(base_url: string, path: string): string {
   return `${base_url.replace(/\/+$/, '')}${path}`;
@@ -66,8 +86,9 @@ async function postJson(
       signal,
       redirect: 'error',
     });
-    text = await response.text();
+    text = await readCapped(response, answerBytes);
   } catch (error) {
+    if (error instanceof ModelError) throw error;
     if (request.signal?.aborted) throw new ModelError('cancelled', 'the caller cancelled the request');
     if (timeout.aborted) throw new ModelError('timed_out', `no answer within ${request.timeout_ms} ms`);
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;

@@ -19,7 +19,12 @@ import type { Revision } from '../core/ledger/revision.ts';
 import type { SourceReceipt } from '../core/ledger/source.ts';
 import type { GateDecision } from '../core/work/gate.ts';
 import { contractStatuses, verdicts, workItemStatuses } from '../core/work/model.ts';
-import { terminalStatuses, workModes, type SessionHeader } from '../core/work/session.ts';
+import {
+  interruptionHandoffSchema,
+  terminalStatuses,
+  workModes,
+  type SessionHeader,
+} from '../core/work/session.ts';
 import type { AcknowledgeResult, HandoffCurrentWorkResult, StoredWorkRecord } from './continuity.ts';
 import type { PreparedContext } from './experience.ts';
 import type { VerificationReport } from './verify.ts';
@@ -251,14 +256,7 @@ const contractProjection = z.object({
 export const terminalMarkerSchema = z.object({
   status: z.enum(terminalStatuses),
   position: whole,
-  handoff: z
-    .object({
-      scope_id: z.string(),
-      boundary_ref: sourceRef,
-      prepared_digest: digest,
-      base_revision: whole,
-    })
-    .optional(),
+  handoff: interruptionHandoffSchema.optional(),
 });
 
 const workSnapshot = z.object({

@@ -137,7 +137,13 @@ interface SessionFacts {
   readonly receipts: { position: number; purpose: string; details: Record<string, unknown> }[];
 }
 
-async function readFacts(deps: AppDeps, project_id: string, session_id: string): Promise<SessionFacts> {
+async function readFacts(
+  deps: AppDeps,
+  project_id: string,
+  session_id: string,
+  /** The tool results whose output a judge may read; the others are kept without it. */
+  keepOutput: ReadonlySet<string>,
+): Promise<SessionFacts> {
   const facts: SessionFacts = { toolResults: [], receipts: [] };
   for await (const entry of deps.store.readStream(sessionStream(project_id, session_id), {
     kinds: ['tool_result', 'receipt'],
@@ -150,7 +156,9 @@ async function readFacts(deps: AppDeps, project_id: string, session_id: string):
           tool: parsed.data.tool,
           tool_use_id: parsed.data.tool_use_id,
           is_error: parsed.data.is_error,
-          output: clipText(parsed.data.output, evidenceTextChars),
+          output: keepOutput.has(parsed.data.tool_use_id)
+            ? clipText(parsed.data.output, evidenceTextChars)
+            : '',
         });
       }
     } else {
@@ -350,17 +358,26 @@ function budgetSpent(budget_ms: number): string {
 const evidenceTextChars = 64 * 1024;
 /** How long reading the workspace's changes for a judge may take. */
 const diffTimeoutMs = 15_000;
-const notGitExit = 3;
+/** Why the changes were not read, by the exit code the script below ends with. */
+const gitRefusals: Readonly<Record<number, string>> = {
+  3: 'the workspace is not a Git work tree',
+  4: 'the Git work tree is not the workspace (core.worktree or a .git file points elsewhere)',
+  5: 'the repository configures filters, which Baton does not run',
+};
 
 /**
  * The workspace's changes, read in the read-only sandbox: `git status`, then `git diff HEAD`
- * (the work tree against the last commit). Git is told to run no hook, monitor, external diff or
- * text conversion the repository configures, and to take no lock.
+ * (the work tree against the last commit). Git reads no system or user configuration, runs no
+ * hook, file-system monitor, external diff or text conversion, and takes no lock; a repository
+ * that configures filters (which git would run on its files), or whose work tree is elsewhere,
+ * is not read. The sandbox (read-only, no network) is the boundary; these keep the diff honest.
  */
 const gitChanges = [
-  'export GIT_OPTIONAL_LOCKS=0',
+  'export GIT_OPTIONAL_LOCKS=0 GIT_CONFIG_NOSYSTEM=1',
   'g() { git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c safe.directory=\'*\' "$@"; }',
-  `g rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit ${notGitExit}`,
+  'g rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit 3',
+  '[ "$(g rev-parse --show-toplevel)" = "$(pwd -P)" ] || exit 4',
+  "! g config --local --includes --get-regexp '^filter[.]' >/dev/null || exit 5",
   'g status --porcelain=v1 --untracked-files=all',
   'echo',
   'g diff HEAD --no-ext-diff --no-textconv --no-color 2>/dev/null || g diff --no-ext-diff --no-textconv --no-color',
@@ -390,14 +407,29 @@ async function workspaceChanges(
     case 'failed':
       return {
         diff: null,
-        note:
-          result.exit_code === notGitExit
-            ? 'the workspace is not a Git work tree'
-            : `git failed (exit code ${result.exit_code})`,
+        note: gitRefusals[result.exit_code] ?? `git failed (exit code ${result.exit_code})`,
       };
     case 'passed':
       return { diff: result.stdout + (result.truncated ? '\n[output truncated]' : ''), note: '' };
   }
+}
+
+/** The tool results the items naming a semantic criterion cite in this session: what a judge reads. */
+function judgedOutputs(contract: ContractProjection, session_id: string): Set<string> {
+  const semantic = new Set(
+    contract.contract.criteria
+      .filter((criterion) => criterion.kind.type === 'semantic')
+      .map((criterion) => criterion.criterion_id),
+  );
+  const cited = new Set<string>();
+  for (const definition of contract.contract.items) {
+    if (!definition.criterion_ids.some((id) => semantic.has(id))) continue;
+    const state = contract.items.find((item) => item.item_id === definition.item_id);
+    for (const ref of state?.evidence ?? []) {
+      if (ref.type === 'tool_result' && ref.session_id === session_id) cited.add(ref.tool_use_id);
+    }
+  }
+  return cited;
 }
 
 /**
@@ -438,7 +470,11 @@ async function judgeRequest(
   }
   const changes = await workspaceChanges(context.workspace, context.hidden, limits);
   return {
-    criterion,
+    criterion: {
+      ...criterion,
+      statement: scrub(criterion.statement),
+      kind: { ...criterion.kind, statement: scrub(criterion.kind.statement) },
+    },
     objective: scrub(contract.contract.objective),
     items: named.map((definition) => ({
       item_id: definition.item_id,
@@ -527,7 +563,13 @@ async function verifyOnce(
   // The workspace's boundary is checked here, before any criterion runs in it.
   const checkpoint = workspace === null ? null : await usableWorkspaceCheckpoint(deps, workspace);
   const hidden = privateFiles(deps);
-  const facts = await readFacts(deps, project_id, session_id);
+  const judge = options.judge ?? deps.judge;
+  const facts = await readFacts(
+    deps,
+    project_id,
+    session_id,
+    judge ? judgedOutputs(contract, session_id) : new Set(),
+  );
   const secrets = secretValuesFromEnv(options.env ?? process.env);
   const newId = uuidv7Generator(deps.clock);
 
@@ -588,7 +630,6 @@ async function verifyOnce(
         );
         break;
       case 'semantic': {
-        const judge = options.judge ?? deps.judge;
         if (!judge) {
           check = { verdict: 'unknown', reason: 'unverified: no judge configured', evidence: [] };
           break;
@@ -598,7 +639,9 @@ async function verifyOnce(
           checks,
           { timeout_ms: Math.min(left, diffTimeoutMs), signal: options.signal, sandbox: options.sandbox },
         );
-        const limit = { timeout_ms: Math.min(left, perCriterion) };
+        // Reading the changes took some of the budget: the judge gets what is left.
+        const remaining = Math.max(1, Math.ceil(deadline - performance.now()));
+        const limit = { timeout_ms: Math.min(remaining, perCriterion) };
         check = {
           ...(await judge(request, { ...limit, ...(options.signal ? { signal: options.signal } : {}) })),
           evidence: [],

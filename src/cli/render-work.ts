@@ -5,6 +5,7 @@
  * assumptions, warnings and the model's control block. Pure: a WorkSnapshot in, lines out.
  * Progress is what the ledger projects, never prose.
  */
+import { shellWord } from './command.ts';
 import type { WorkSnapshot } from '../app/work.ts';
 import type { ListSessionsResult } from '../app/work-list.ts';
 import type { SessionHeader } from '../core/work/session.ts';
@@ -103,7 +104,7 @@ function contractLines(contract: ContractProjection): string[] {
 function handoffLines(terminal: TerminalMarker | null | undefined, indent: string): string[] {
   const handoff = terminal?.handoff;
   if (!handoff) return [];
-  const where = `--scope ${handoff.scope_id} --prepared ${handoff.prepared_digest}`;
+  const where = `--scope ${shellWord(handoff.scope_id)} --prepared ${handoff.prepared_digest}`;
   return [
     `${indent}Handoff prepared for whoever continues, in workstream ${handoff.scope_id} on revision ${handoff.base_revision} (boundary ${handoff.boundary_ref.source_id}), not committed:`,
     `${indent}  read it:    baton continue ${where}`,

@@ -55,7 +55,13 @@ export const judgeConfigSchema = z
   .object({
     provider: z.enum(modelProviders),
     model: z.string().min(1).max(200),
-    base_url: z.url({ protocol: /^https?$/ }).optional(),
+    base_url: z
+      .url({ protocol: /^https?$/ })
+      .refine((value) => {
+        const url = new URL(value);
+        return url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+      }, 'holds no credentials, query or fragment: the key goes in the variable api_key_env names')
+      .optional(),
     api_key_env: z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'is the name of an environment variable')

@@ -6,15 +6,13 @@
  * verdicts source in the workstream), one next action, and what it leaves out. Deterministic and
  * pure: the same session state gives the same boundary, so a retry stores nothing new.
  */
-import { sha256Digest } from '../canonical.ts';
-import { managedWorkSourceIdPrefix } from '../continuity/experience.ts';
 import type { BoundaryContent, WorkKind } from '../continuity/records.ts';
 import type { WorkClaim } from '../continuity/claims.ts';
 import type { SourceRef } from '../ledger/source.ts';
 import { clipText } from '../text.ts';
 import { ownerText } from './describe.ts';
 import type { WorkItemStatus } from './model.ts';
-import { contractVerdicts } from './outcome.ts';
+import { contractVerdicts, managedWorkSourceKey } from './outcome.ts';
 import type { ContractProjection, WorkItemState } from './projector.ts';
 import type { TerminalStatus } from './session.ts';
 
@@ -38,13 +36,14 @@ export function interruptionSourceIds(input: {
   readonly status: InterruptionStatus;
   readonly reason: string;
 }): { readonly verdicts: string; readonly boundary: string } {
-  const key = sha256Digest(
-    JSON.stringify([input.session_id, input.contract_id, input.head, input.status, input.reason]),
-  ).slice('sha256:'.length, 'sha256:'.length + 32);
-  return {
-    verdicts: `${managedWorkSourceIdPrefix}${key}:interrupted-verdicts`,
-    boundary: `${managedWorkSourceIdPrefix}${key}:interrupted-boundary`,
-  };
+  const key = managedWorkSourceKey([
+    input.session_id,
+    input.contract_id,
+    input.head,
+    input.status,
+    input.reason,
+  ]);
+  return { verdicts: `${key}:interrupted-verdicts`, boundary: `${key}:interrupted-boundary` };
 }
 
 /** The kind of the boundary source, as handoff_current_work stores it. */

@@ -78,18 +78,24 @@ export function judgePrompt(
   const open = (name: string) => `----- BEGIN ${name} ${fence} -----`;
   const close = (name: string) => `----- END ${name} ${fence} -----`;
   const block = (name: string, text: string) => [open(name), text, close(name)].join('\n');
-  let left = budget;
+  // The evidence may take at most half the budget when there are changes to read: the spec asks
+  // for workspace evidence, not transcript alone, so an agent's long tool output cannot crowd out
+  // the diff. The changes get what is left.
+  let left = request.workspace_diff === null ? budget : Math.ceil(budget / 2);
   const spend = (text: string): string => {
     const kept = clipText(text, Math.max(1, left));
     left = Math.max(0, left - kept.length);
     return left === 0 && kept.length < text.length ? `${kept}\n[cut: the evidence budget ran out]` : kept;
   };
+  // The reference is stored text too (an operation id, say): it stands inside the fence.
   const evidence = request.evidence.map((piece) =>
     block(
-      `EVIDENCE of item ${piece.item_id}: ${piece.ref}`,
-      piece.text === '' ? '(nothing readable)' : spend(piece.text),
+      `EVIDENCE of item ${piece.item_id}`,
+      `reference: ${piece.ref}\n${piece.text === '' ? '(nothing readable)' : spend(piece.text)}`,
     ),
   );
+  const evidenceSpent = (request.workspace_diff === null ? budget : Math.ceil(budget / 2)) - left;
+  left = budget - evidenceSpent;
   const parts = [
     block('OBJECTIVE', request.objective),
     block(`CRITERION ${request.criterion.criterion_id}`, request.criterion.kind.statement),
@@ -115,28 +121,35 @@ export function judgePrompt(
   return { system: instructions, prompt: parts.filter((part) => part !== '').join('\n\n') };
 }
 
+/** How many opening braces before the last closing one are tried. */
+const candidateStarts = 64;
+
 const judgementSchema = z.object({
   verdict: z.enum(['passed', 'failed', 'unknown']),
   reason: z.string(),
 });
 
 /**
- * The verdict in a judge's reply: its one JSON object (fenced in Markdown or not). A reply that
+ * The verdict in a judge's reply: its last JSON object (fenced in Markdown or not). A reply that
  * holds no such object, or another verdict, is `unknown`: the judge did not decide.
  */
 export function readJudgement(reply: string): { verdict: Verdict; reason: string } {
-  const start = reply.indexOf('{');
+  // The last object that parses, ending at the last brace: a model that thinks aloud first
+  // (`<think>… {…} …</think>`) still answers with its final object.
   const end = reply.lastIndexOf('}');
-  if (start !== -1 && end > start) {
+  let start = end === -1 ? -1 : reply.lastIndexOf('{', end);
+  for (let tries = 0; start !== -1 && tries < candidateStarts; tries += 1) {
     try {
       const parsed = judgementSchema.safeParse(JSON.parse(reply.slice(start, end + 1)));
       if (parsed.success) {
         const reason = parsed.data.reason.trim() || '(the judge gave no reason)';
         return { verdict: parsed.data.verdict, reason: `judge: ${clipText(reason, reasonChars)}` };
       }
+      break;
     } catch {
-      // Not JSON: the answer below.
+      // Not JSON from here: an earlier brace may open it.
     }
+    start = start === 0 ? -1 : reply.lastIndexOf('{', start - 1);
   }
   return { verdict: 'unknown', reason: 'the judge did not answer with a verdict' };
 }

@@ -12,19 +12,22 @@ import { clipText } from '../text.ts';
 import type { ContractStatus } from './model.ts';
 import type { ContractProjection } from './projector.ts';
 
+/**
+ * The id prefix of the sources Baton writes for a session in a workstream: `managed-work:` and
+ * 32 hex digits of the hash of what identifies them, so that the same parts give the same ids.
+ */
+export function managedWorkSourceKey(parts: readonly unknown[]): string {
+  const hash = sha256Digest(JSON.stringify(parts)).slice('sha256:'.length, 'sha256:'.length + 32);
+  return `${managedWorkSourceIdPrefix}${hash}`;
+}
+
 /** The two sources one ended contract writes: the same ids on every retry, so each is written once. */
 export function contractOutcomeSourceIds(
   session_id: string,
   contract_id: string,
 ): { readonly verdicts: string; readonly outcome: string } {
-  const key = sha256Digest(JSON.stringify([session_id, contract_id])).slice(
-    'sha256:'.length,
-    'sha256:'.length + 32,
-  );
-  return {
-    verdicts: `${managedWorkSourceIdPrefix}${key}:verdicts`,
-    outcome: `${managedWorkSourceIdPrefix}${key}:outcome`,
-  };
+  const key = managedWorkSourceKey([session_id, contract_id]);
+  return { verdicts: `${key}:verdicts`, outcome: `${key}:outcome` };
 }
 
 /** How an ended contract reads as a Task Outcome status. Unverified is not a success: unknown. */

@@ -669,7 +669,8 @@ export class WorkProjector {
       item.started_at = at;
       item.finished_at = null;
     }
-    if (kind.to === 'ready') item.finished_at = null;
+    // Back to work, or a new attempt waiting for its dependencies: nothing has finished.
+    if (kind.to === 'ready' || retry) item.finished_at = null;
     // A new attempt has not started yet: the last one's start is not its own.
     if (retry) item.started_at = null;
     if (finishedItem.has(kind.to)) item.finished_at = at;
