@@ -79,7 +79,7 @@ const judgedContract = {
 const openAi = { provider: 'openai', model: 'judge-1', base_url: '', api_key_env: 'JUDGE_KEY' };
 
 /** A session whose item `notes` names the semantic criterion and cites a tool result, up for verification. */
-async function readyForJudgement(deps: AppDeps): Promise<void> {
+async function readyForJudgement(deps: AppDeps, whileRunning?: () => Promise<void>): Promise<void> {
   await work.startSession(deps, 'acme', { session_id: 's', workspace, work_mode: 'managed' });
   await work.createContract(deps, 'acme', judgedContract, model);
   await work.commitWork(deps, work.sessionStream('acme', 's'), () => ({
@@ -113,6 +113,7 @@ async function readyForJudgement(deps: AppDeps): Promise<void> {
     },
     model,
   );
+  await whileRunning?.();
   await work.transitionItem(
     deps,
     'acme',
@@ -246,7 +247,26 @@ describe('the semantic judge over the Anthropic route', () => {
       base_url: scripted.url,
       api_key_env: 'JUDGE_KEY',
     });
-    await readyForJudgement(deps);
+    // The item delegated part of its work to a child session, which has ended.
+    await readyForJudgement(deps, async () => {
+      await work.startSession(deps, 'acme', {
+        session_id: 'kid',
+        parent_session_id: 's',
+        work_mode: 'managed',
+      });
+      await work.endSession(deps, 'acme', { session_id: 'kid', status: 'completed' });
+      await work.attachEvidence(
+        deps,
+        'acme',
+        {
+          session_id: 's',
+          revision: 1,
+          item_id: 'notes',
+          evidence: { type: 'child_session', session_id: 'kid' },
+        },
+        model,
+      );
+    });
     answers.push('{"verdict": "passed", "reason": "Explained."}');
     const report = await verify(deps);
     expect(report.verdicts[0]).toMatchObject({ verdict: 'passed', reason: 'judge: Explained.' });
@@ -259,6 +279,9 @@ describe('the semantic judge over the Anthropic route', () => {
     expect(call.body.system).toContain('read-only verifier');
     expect(call.prompt).toContain(
       "The workspace's changes were not read: the workspace is not a Git work tree",
+    );
+    expect(call.prompt).toContain(
+      'reference: child_session kid\nsession kid: ended completed\nno contract\n',
     );
   });
 });

@@ -31,6 +31,7 @@ import {
   type ContractProjection,
   type WorkItemState,
 } from '../core/work/projector.ts';
+import { sessionSummaryText, summarizeSession } from '../core/work/summary.ts';
 import { itemDone } from '../core/work/transitions.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import { itemChange, workEvent } from '../core/work/runtime.ts';
@@ -432,6 +433,24 @@ function judgedOutputs(contract: ContractProjection, session_id: string): Set<st
   return cited;
 }
 
+/** A child session as a judge reads it: its end and its contract's summary; empty when unreadable. */
+async function childSessionText(deps: AppDeps, project_id: string, child: string): Promise<string> {
+  try {
+    const work = await readWork(deps, project_id, { session_id: child });
+    return sessionSummaryText(
+      summarizeSession(
+        { session_id: child, created_at: '', position: work.position },
+        null,
+        work.projection,
+        work.terminal,
+      ),
+    );
+  } catch (error) {
+    if (error instanceof BatonError) return '';
+    throw error;
+  }
+}
+
 /**
  * What a judge is shown of a semantic criterion: the objective, the items that name it, the
  * verdicts taken before it, what those items' evidence resolves to in this session's ledger, and
@@ -439,6 +458,8 @@ function judgedOutputs(contract: ContractProjection, session_id: string): Set<st
  */
 async function judgeRequest(
   context: {
+    deps: AppDeps;
+    project_id: string;
     session_id: string;
     contract: ContractProjection;
     criterion: JudgeRequest['criterion'];
@@ -450,7 +471,7 @@ async function judgeRequest(
   earlier: readonly { criterion: WorkCriterion; check: Check }[],
   limits: { timeout_ms: number; signal: AbortSignal | undefined; sandbox: SandboxOptions | undefined },
 ): Promise<JudgeRequest> {
-  const { session_id, contract, criterion, facts } = context;
+  const { deps, project_id, session_id, contract, criterion, facts } = context;
   const scrub = (text: string) => scrubSecrets(text, { values: context.secrets }).text;
   const named = contract.contract.items.filter((item) => item.criterion_ids.includes(criterion.criterion_id));
   const evidence: JudgeEvidence[] = [];
@@ -464,6 +485,9 @@ async function judgeRequest(
       } else if (ref.type === 'receipt' && ref.session_id === session_id) {
         const found = facts.receipts.find((receipt) => String(receipt.position) === ref.entry_id);
         if (found) text = `${found.purpose}: ${JSON.stringify(found.details)}`;
+      } else if (ref.type === 'child_session') {
+        // Delegated work: how the child ended and what its own contract says, not its prose.
+        text = await childSessionText(deps, project_id, ref.session_id);
       }
       evidence.push({ item_id: definition.item_id, ref: scrub(evidenceRefText(ref)), text: scrub(text) });
     }
@@ -635,7 +659,17 @@ async function verifyOnce(
           break;
         }
         const request = await judgeRequest(
-          { session_id, contract, criterion: { ...criterion, kind }, workspace, hidden, facts, secrets },
+          {
+            deps,
+            project_id,
+            session_id,
+            contract,
+            criterion: { ...criterion, kind },
+            workspace,
+            hidden,
+            facts,
+            secrets,
+          },
           checks,
           { timeout_ms: Math.min(left, diffTimeoutMs), signal: options.signal, sandbox: options.sandbox },
         );

@@ -126,3 +126,26 @@ export function newestFirst(
   if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
   return a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0;
 }
+
+/**
+ * A session's summary in a few lines of text: how it ended, and its contract's items and
+ * criteria, as a judge reads a delegated item's child session (src/app/verify.ts).
+ */
+export function sessionSummaryText(summary: SessionSummary): string {
+  const tally = (entries: Partial<Record<string, number>>) =>
+    Object.entries(entries)
+      .map(([name, count]) => `${count} ${name}`)
+      .join(', ') || 'none';
+  const { contract } = summary;
+  return [
+    `session ${summary.session_id}: ${summary.terminal === null ? 'not ended' : `ended ${summary.terminal.status}`}`,
+    contract === null
+      ? 'no contract'
+      : [
+          `contract ${contract.contract_id} revision ${contract.revision}: ${contract.status}`,
+          `objective: ${contract.objective}`,
+          `items (${contract.items.total}): ${tally(contract.items.by_status)}`,
+          `criteria (${contract.criteria.total}): ${contract.criteria.passed} passed; verdicts: ${tally(contract.criteria.by_verdict)}`,
+        ].join('\n'),
+  ].join('\n');
+}
