@@ -219,16 +219,25 @@ describe('baton CLI with a server', () => {
       const [, url] = await started.waitFor(/Baton is running at (http:\/\/\S+)\n/);
       const [, token] = await started.waitFor(/\n {2}(baton_\S+)\n/);
       expect(started.stdout()).toContain('project default');
+      await started.waitFor(/Semantic criteria: no \[judge\] in baton\.toml, so they stay unverified/);
       expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
       const client = createClient({ baseUrl: url!, token: token! });
       expect((await client.getMetrics()).project_id).toBe('default');
       expect(await started.stop()).toBe(0);
 
-      const again = spawnBaton(['start', '--port', '0', '--quiet'], dir, env);
+      writeFileSync(join(dir, 'baton.toml'), '[judge]\nprovider = "anthropic"\nmodel = "claude-judge"\n');
+      const again = spawnBaton(['start', '--port', '0', '--quiet'], dir, {
+        ...env,
+        ANTHROPIC_API_KEY: 'sk-a',
+      });
       running.push(again);
       await again.waitFor(/Baton is running at/);
       await again.waitFor(/Stop with Ctrl-C/);
       expect(again.stdout()).toContain('has 1 token(s) already');
+      await again.waitFor(
+        /Semantic criteria: judged by anthropic\/claude-judge at https:\/\/api\.anthropic\.com \(key ANTHROPIC_API_KEY: set\)\n/,
+      );
+      expect(again.stdout()).not.toContain('sk-a');
       expect(again.stdout()).not.toMatch(/baton_[\w-]{20,}/);
       expect(await again.stop()).toBe(0);
     } finally {

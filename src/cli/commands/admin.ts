@@ -32,6 +32,7 @@ import {
 import { gitDir } from '../binding.ts';
 import { databaseName, type Context } from '../context.ts';
 import { appDeps, commandConfig, configHelp, configOption } from '../config.ts';
+import type { JudgeConfig } from '../../core/work/config.ts';
 import { printStatus } from './ledger.ts';
 
 async function deps(context: Context): Promise<AppDeps> {
@@ -89,6 +90,14 @@ function workspaceRoots(context: Context): string[] {
   });
 }
 
+/** Who judges semantic criteria on this server (docs/judge.md): said once, at start. */
+function judgeLine(judge: JudgeConfig | null, env: Readonly<Record<string, string | undefined>>): string {
+  if (judge === null)
+    return 'Semantic criteria: no [judge] in baton.toml, so they stay unverified (docs/judge.md)\n';
+  const key = env[judge.api_key_env] ? 'set' : 'not set';
+  return `Semantic criteria: judged by ${judge.provider}/${judge.model} at ${judge.base_url} (key ${judge.api_key_env}: ${key})\n`;
+}
+
 /** Serve the HTTP API until SIGINT or SIGTERM, then shut down gracefully. */
 async function serveUntilStopped(context: Context, announce: (url: string) => string): Promise<void> {
   const { startServer } = await import('../../http/server.ts');
@@ -112,6 +121,7 @@ async function serveUntilStopped(context: Context, announce: (url: string) => st
     workspaceRoots: roots,
   });
   context.io.out(announce(server.url));
+  context.io.out(judgeLine((await commandConfig(context)).judge, context.io.env));
   const signal = await untilStopped();
   context.io.err(`${signal}: stopping the server…\n`);
   await server.close();
