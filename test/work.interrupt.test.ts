@@ -133,7 +133,11 @@ for (const backend of backends) {
         source_ref: handoff!.boundary_ref,
         status: 'continue',
         summary: 'Fix the login redirect',
+        // Written by Baton for this session: the timeline names it, so a person can open it.
+        session_id: 's',
       });
+      // A boundary a caller stored names no session, whatever its attribution says.
+      expect(continuity.timeline[0]).not.toHaveProperty('session_id');
       // Nothing is committed by the runtime: the head is still revision 1.
       expect(continuity.current?.revision).toBe(1);
 

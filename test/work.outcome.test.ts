@@ -122,6 +122,7 @@ for (const backend of backends) {
       expect(continuity.outcome_state).toBe('covered');
       const ids = contractOutcomeSourceIds('s', 'fix-login');
       expect(continuity.covering_outcome_ref?.source_id).toBe(ids.outcome);
+      expect(continuity.timeline.at(-1)).toMatchObject({ kind: 'task-outcome', session_id: 's' });
       const outcome = (await deps.store.readSource(project_id, continuity.covering_outcome_ref!)).content as {
         status: string;
         checks: { name: string; status: string; basis: string; evidence: SourceRef[] }[];

@@ -96,7 +96,14 @@ const continuity = z.object({
   counts: z.object(Object.fromEntries(workKinds.map((kind) => [kind, whole]))),
   invalid_record_count: whole,
   timeline: list(
-    z.object({ position: whole, kind: z.enum(workKinds), source_ref: sourceRef, summary: z.string() }),
+    z.object({
+      position: whole,
+      kind: z.enum(workKinds),
+      source_ref: sourceRef,
+      summary: z.string(),
+      status: z.string().optional(),
+      session_id: z.string().optional(),
+    }),
   ),
   truncated: z.boolean(),
   transfer_state: z.enum([

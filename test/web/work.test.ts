@@ -336,6 +336,15 @@ describe('the managed-work view', () => {
       'Managed session first-run ended max_turns (out of turns)',
     );
 
+    // The workstream's history links the boundary to the session Baton wrote it for.
+    await page.evaluate(`location.hash = '#/w/login-work'`);
+    const written = page
+      .locator('.timeline li[data-kind="handoff-boundary"]')
+      .filter({ hasText: 'first-run' });
+    await written.getByRole('link', { name: 'first-run' }).click();
+    await page.locator('[data-live="live"]').waitFor();
+    await page.getByRole('heading', { name: 'first-run' }).waitFor();
+
     // The second run's handoff was prepared on revision 1, which is no longer the head.
     await openSession(page, 'second-run');
     const second = page.getByRole('region', { name: 'Handoff prepared for whoever continues' });

@@ -34,6 +34,17 @@ export function Afterward({ continuity }: { continuity: WorkContinuity }) {
               <strong className="kind">{t.kinds[event.kind]}</strong>
               {event.status && <span className="badge">{event.status}</span>}{' '}
               <span className="summary">{visibleControls(event.summary)}</span>
+              {event.session_id !== undefined && (
+                <>
+                  {' '}
+                  <span className="muted">
+                    {t.writtenForSession}{' '}
+                    <a href={href({ view: 'session', session_id: event.session_id })}>
+                      {visibleControls(event.session_id)}
+                    </a>
+                  </span>
+                </>
+              )}
             </li>
           ))}
         </ol>

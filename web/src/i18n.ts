@@ -176,6 +176,7 @@ const en = {
   childOf: (id: string) => `child of ${id}`,
   boundTo: (scope_id: string) => `bound to workstream ${scope_id}`,
   sessionTerminal: (status: string) => `session ended: ${status}`,
+  writtenForSession: '· written by Baton for managed session',
   handoffPrepared: 'Handoff prepared for whoever continues',
   handoffPreparedBody:
     'The run stopped before its contract ended, so Baton prepared a handoff in the workstream from what the ledger holds: each item, each verdict and one next action. It is not committed: publish it as the next revision, or pass its digest to whoever continues.',
@@ -430,6 +431,7 @@ const zhCN: Messages = {
   childOf: (id) => `${id} 的子会话`,
   boundTo: (scope_id) => `绑定到工作流 ${scope_id}`,
   sessionTerminal: (status) => `会话已结束：${status}`,
+  writtenForSession: '· 由 Baton 为托管会话写入：',
   handoffPrepared: '已为接手者准备交接',
   handoffPreparedBody:
     '运行在约定结束前停止，Baton 根据账本内容在工作流中准备了交接：每个事项、每个判定和一个下一步。它尚未提交：可以发布为下一个修订，或把摘要交给接手者。',

@@ -11,7 +11,7 @@ import { sourceRefSchema, type SourceRef } from '../ledger/source.ts';
 import { recordSchema } from '../records.ts';
 import { workText } from './claims.ts';
 import { sameRef, type ValidWorkRecord } from './projection.ts';
-import type { TaskOutcome } from './records.ts';
+import { managedWorkSourceIdPrefix, type TaskOutcome } from './records.ts';
 
 export const reviewKind = 'experience-review';
 
@@ -31,8 +31,7 @@ export function reviewSourceId(candidate: SourceRef): string {
   return `${reviewSourceIdPrefix}${sha256Digest(candidate.source_id).slice('sha256:'.length)}`;
 }
 
-/** The prefix of the sources a bound managed session's ended contract writes (src/core/work/outcome.ts). */
-export const managedWorkSourceIdPrefix = 'managed-work:';
+export { managedWorkSourceIdPrefix };
 
 /** Prefixes of the source ids only Baton writes, each with its one writer. */
 const reservedPrefixes = [

@@ -7,7 +7,13 @@
 import type { Digest } from '../canonical.ts';
 import type { Entry } from '../ledger/entry.ts';
 import type { SourceRef } from '../ledger/source.ts';
-import { isWorkKind, readWorkRecord, type WorkKind, type WorkRecord } from './records.ts';
+import {
+  isWorkKind,
+  managedWorkSourceIdPrefix,
+  readWorkRecord,
+  type WorkKind,
+  type WorkRecord,
+} from './records.ts';
 
 export const timelineLimit = 64;
 
@@ -23,6 +29,22 @@ export interface TimelineEvent {
   readonly summary: string;
   /** Receipt or outcome status, or the boundary's disposition. */
   readonly status?: string;
+  /**
+   * The managed session Baton wrote this record for (an ended contract's Task Outcome, an
+   * interrupted run's boundary). Only Baton writes under the `managed-work:` prefix, so this is
+   * never a caller's claim; a caller's attribution is not read.
+   */
+  readonly session_id?: string;
+}
+
+function runtimeSession(record: ValidWorkRecord): { session_id: string } | Record<string, never> {
+  if (!record.source_ref.source_id.startsWith(managedWorkSourceIdPrefix)) return {};
+  const { work } = record;
+  const session =
+    work.kind === 'task-outcome' || work.kind === 'handoff-boundary'
+      ? work.record.attribution?.session
+      : undefined;
+  return session ? { session_id: session } : {};
 }
 
 export interface WorkContinuity {
@@ -155,6 +177,7 @@ export function projectContinuity(
       kind: record.work.kind,
       source_ref: record.source_ref,
       ...summary(record.work),
+      ...runtimeSession(record),
     })),
     truncated: records.length > shown.length,
     transfer_state,

@@ -171,6 +171,9 @@ const readers = {
 /** The criterion verdicts of a bound session's ended contract (src/core/work/outcome.ts). */
 export const managedWorkVerdictsKind = 'managed-work-verdicts';
 
+/** The prefix of the sources a bound managed session writes (src/core/work/outcome.ts): only Baton writes it. */
+export const managedWorkSourceIdPrefix = 'managed-work:';
+
 /** Kinds only their own operations may write: capture_source refuses them. */
 export const reservedKinds: readonly string[] = [...workKinds, 'experience-review', managedWorkVerdictsKind];
 
