@@ -405,6 +405,45 @@ describe('managed work over MCP (stdio)', () => {
     expect(continuity.result).toMatchObject({ outcome_state: 'covered', counts: { 'task-outcome': 1 } });
   });
 
+  it('answers work_end of an interrupted bound session with the Handoff Baton prepared, which continue_handoff reads', async () => {
+    const scope_id = 'mcp-interrupted';
+    const prepared = await good<{ digest: string }>('handoff_current_work', {
+      scope_id,
+      source_id: 'boundary-1',
+      objective: 'Write the notes',
+      disposition: 'continue',
+      next_action: { text: 'Write notes.md', basis: 'declared' },
+    });
+    await good('commit_handoff', { scope_id, prepared: prepared.digest, expected_head: 0 });
+    const session_id = 'claude-out-of-turns';
+    await good('work_revise', { session_id, ...notesContract, contract_id: 'notes-1', scope_id });
+    await good('work_transition', { session_id, revision: 1, item_id: 'write', to: 'running' });
+    // The client validates this answer against work_end's listed output schema.
+    const ended = await good<{
+      terminal: {
+        status: string;
+        handoff: { scope_id: string; prepared_digest: string; base_revision: number };
+      };
+    }>('work_end', { session_id, status: 'max_turns', reason: 'ran out of turns' });
+    expect(ended.terminal).toMatchObject({ status: 'max_turns', handoff: { scope_id, base_revision: 1 } });
+    const read = await good<{ handoff: { next_action: { text: string } }; evidence: string }>(
+      'continue_handoff',
+      {
+        scope_id,
+        selection: { prepared: ended.terminal.handoff.prepared_digest },
+      },
+    );
+    expect(read.evidence).toBe('available');
+    expect(read.handoff.next_action.text).toMatch(
+      /^Resume item write "Write notes" of contract notes-1 revision 1/,
+    );
+    const continuity = await good<{ result: { timeline: { kind: string; session_id?: string }[] } }>(
+      'get_work_continuity',
+      { scope_id },
+    );
+    expect(continuity.result.timeline.at(-1)).toMatchObject({ kind: 'handoff-boundary', session_id });
+  });
+
   it('marks attached evidence available when it resolves in the ledger, and unavailable with the reason', async () => {
     const session_id = 'claude-evidence';
     await good('work_revise', {
