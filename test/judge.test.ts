@@ -266,6 +266,22 @@ describe('the semantic judge over the Anthropic route', () => {
         },
         model,
       );
+      // And cites one entry of its own ledger by position.
+      const noted = await work.commitWork(deps, work.sessionStream('acme', 's'), () => ({
+        entries: [{ type: 'checkpoint', content: { schema: 'baton.checkpoint/v1', checkpoint: 'cp-notes' } }],
+        events: [],
+      }));
+      await work.attachEvidence(
+        deps,
+        'acme',
+        {
+          session_id: 's',
+          revision: 1,
+          item_id: 'notes',
+          evidence: { type: 'ledger_entry', session_id: 's', entry_id: String(noted.position) },
+        },
+        model,
+      );
     });
     answers.push('{"verdict": "passed", "reason": "Explained."}');
     const report = await verify(deps);
@@ -282,6 +298,9 @@ describe('the semantic judge over the Anthropic route', () => {
     );
     expect(call.prompt).toContain(
       'reference: child_session kid\nsession kid: ended completed\nno contract\n',
+    );
+    expect(call.prompt).toMatch(
+      /reference: ledger_entry s entry \d+\ncheckpoint: \{"checkpoint":"cp-notes","schema":"baton\.checkpoint\/v1"\}\n/,
     );
   });
 });

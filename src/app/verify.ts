@@ -37,6 +37,7 @@ import { sessionEntrySchemas } from '../core/work/session.ts';
 import { itemChange, workEvent } from '../core/work/runtime.ts';
 import type { Store } from '../store/store.ts';
 import type { AppDeps } from './deps.ts';
+import { positionOf } from './work-evidence.ts';
 import {
   commitWork,
   readSessionHeader,
@@ -433,6 +434,23 @@ function judgedOutputs(contract: ContractProjection, session_id: string): Set<st
   return cited;
 }
 
+/** A session's entry as a judge reads it: its type and content; empty when missing or retracted. */
+async function ledgerEntryText(
+  deps: AppDeps,
+  project_id: string,
+  session_id: string,
+  entry_id: string,
+): Promise<string> {
+  const position = positionOf(entry_id);
+  if (position === null) return '';
+  const range = { from: position, to: position };
+  for await (const entry of deps.store.readStream(sessionStream(project_id, session_id), range)) {
+    if (entry.retracted !== null) return '';
+    return clipText(`${entry.type}: ${JSON.stringify(entry.content)}`, evidenceTextChars);
+  }
+  return '';
+}
+
 /** A child session as a judge reads it: its end and its contract's summary; empty when unreadable. */
 async function childSessionText(deps: AppDeps, project_id: string, child: string): Promise<string> {
   try {
@@ -485,6 +503,8 @@ async function judgeRequest(
       } else if (ref.type === 'receipt' && ref.session_id === session_id) {
         const found = facts.receipts.find((receipt) => String(receipt.position) === ref.entry_id);
         if (found) text = `${found.purpose}: ${JSON.stringify(found.details)}`;
+      } else if (ref.type === 'ledger_entry' && ref.session_id === session_id) {
+        text = await ledgerEntryText(deps, project_id, session_id, ref.entry_id);
       } else if (ref.type === 'child_session') {
         // Delegated work: how the child ended and what its own contract says, not its prose.
         text = await childSessionText(deps, project_id, ref.session_id);

@@ -28,7 +28,7 @@ const unavailable = (reason: EvidenceUnavailableReason): EvidenceAvailability =>
 });
 
 /** A position as Baton writes an entry_id: a decimal whole number from 1, nothing around it. */
-function positionOf(entry_id: string): number | null {
+export function positionOf(entry_id: string): number | null {
   if (!/^[1-9][0-9]{0,15}$/.test(entry_id)) return null;
   const position = Number(entry_id);
   return Number.isSafeInteger(position) ? position : null;

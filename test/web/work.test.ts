@@ -324,6 +324,12 @@ describe('the managed-work view', () => {
     await panel.getByRole('button', { name: 'Publish as the next revision' }).click();
     await expect(panel.getByRole('status').textContent()).resolves.toBe('Published as revision 2.');
     await screenshot(page, 'work-handoff');
+    // On a phone the panel fits: the digest wraps rather than widening the page.
+    await page.setViewportSize(phone);
+    expect(
+      await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'),
+    ).toBeLessThanOrEqual(0);
+    await page.setViewportSize({ width: 1280, height: 800 });
     // Publishing again answers the same revision: commit_handoff is idempotent.
     await panel.getByRole('button', { name: 'Publish as the next revision' }).click();
     await expect(panel.getByRole('status').textContent()).resolves.toBe('Published as revision 2.');
