@@ -78,6 +78,16 @@ const judgedContract = {
 
 const openAi = { provider: 'openai', model: 'judge-1', base_url: '', api_key_env: 'JUDGE_KEY' };
 
+/** Attach a reference to item `notes` of session `s`, as the agent does. */
+function attachToNotes(deps: AppDeps, evidence: Record<string, unknown>) {
+  return work.attachEvidence(
+    deps,
+    'acme',
+    { session_id: 's', revision: 1, item_id: 'notes', evidence },
+    model,
+  );
+}
+
 /** A session whose item `notes` names the semantic criterion and cites a tool result, up for verification. */
 async function readyForJudgement(deps: AppDeps, whileRunning?: () => Promise<void>): Promise<void> {
   await work.startSession(deps, 'acme', { session_id: 's', workspace, work_mode: 'managed' });
@@ -102,17 +112,7 @@ async function readyForJudgement(deps: AppDeps, whileRunning?: () => Promise<voi
     { session_id: 's', revision: 1, item_id: 'notes', to: 'running' },
     model,
   );
-  await work.attachEvidence(
-    deps,
-    'acme',
-    {
-      session_id: 's',
-      revision: 1,
-      item_id: 'notes',
-      evidence: { type: 'tool_result', session_id: 's', tool_use_id: 'call-1' },
-    },
-    model,
-  );
+  await attachToNotes(deps, { type: 'tool_result', session_id: 's', tool_use_id: 'call-1' });
   await whileRunning?.();
   await work.transitionItem(
     deps,
@@ -255,33 +255,13 @@ describe('the semantic judge over the Anthropic route', () => {
         work_mode: 'managed',
       });
       await work.endSession(deps, 'acme', { session_id: 'kid', status: 'completed' });
-      await work.attachEvidence(
-        deps,
-        'acme',
-        {
-          session_id: 's',
-          revision: 1,
-          item_id: 'notes',
-          evidence: { type: 'child_session', session_id: 'kid' },
-        },
-        model,
-      );
+      await attachToNotes(deps, { type: 'child_session', session_id: 'kid' });
       // And cites one entry of its own ledger by position.
       const noted = await work.commitWork(deps, work.sessionStream('acme', 's'), () => ({
         entries: [{ type: 'checkpoint', content: { schema: 'baton.checkpoint/v1', checkpoint: 'cp-notes' } }],
         events: [],
       }));
-      await work.attachEvidence(
-        deps,
-        'acme',
-        {
-          session_id: 's',
-          revision: 1,
-          item_id: 'notes',
-          evidence: { type: 'ledger_entry', session_id: 's', entry_id: String(noted.position) },
-        },
-        model,
-      );
+      await attachToNotes(deps, { type: 'ledger_entry', session_id: 's', entry_id: String(noted.position) });
     });
     answers.push('{"verdict": "passed", "reason": "Explained."}');
     const report = await verify(deps);

@@ -88,6 +88,18 @@ describe('managed work over MCP (stdio)', () => {
     return result;
   }
 
+  /** Revision 1 of a workstream, through the continuity tools: its next action is to write the notes. */
+  async function commitFirstRevision(scope_id: string): Promise<void> {
+    const prepared = await good<{ digest: string }>('handoff_current_work', {
+      scope_id,
+      source_id: 'boundary-1',
+      objective: 'Write the notes',
+      disposition: 'continue',
+      next_action: { text: 'Write notes.md', basis: 'declared' },
+    });
+    await good('commit_handoff', { scope_id, prepared: prepared.digest, expected_head: 0 });
+  }
+
   /** A work_revise proposal of a named contract: one item `a`, held to one file criterion. */
   function fileProposal(session_id: string, contract_id: string) {
     return {
@@ -353,14 +365,7 @@ describe('managed work over MCP (stdio)', () => {
 
   it('binds the session of a first proposal to the workstream whose handoff it accepted: verification records the covering outcome', async () => {
     const scope_id = 'mcp-bound';
-    const prepared = await good<{ digest: string }>('handoff_current_work', {
-      scope_id,
-      source_id: 'boundary-1',
-      objective: 'Write the notes',
-      disposition: 'continue',
-      next_action: { text: 'Write notes.md', basis: 'declared' },
-    });
-    await good('commit_handoff', { scope_id, prepared: prepared.digest, expected_head: 0 });
+    await commitFirstRevision(scope_id);
     const confirmed = { live_workspace: 'confirmed', capability: 'confirmed', authorization: 'confirmed' };
     const { receipt } = await good<{ receipt: { source_ref: Record<string, string> } }>(
       'acknowledge_handoff',
@@ -407,14 +412,7 @@ describe('managed work over MCP (stdio)', () => {
 
   it('answers work_end of an interrupted bound session with the Handoff Baton prepared, which continue_handoff reads', async () => {
     const scope_id = 'mcp-interrupted';
-    const prepared = await good<{ digest: string }>('handoff_current_work', {
-      scope_id,
-      source_id: 'boundary-1',
-      objective: 'Write the notes',
-      disposition: 'continue',
-      next_action: { text: 'Write notes.md', basis: 'declared' },
-    });
-    await good('commit_handoff', { scope_id, prepared: prepared.digest, expected_head: 0 });
+    await commitFirstRevision(scope_id);
     const session_id = 'claude-out-of-turns';
     await good('work_revise', { session_id, ...notesContract, contract_id: 'notes-1', scope_id });
     await good('work_transition', { session_id, revision: 1, item_id: 'write', to: 'running' });

@@ -481,13 +481,12 @@ async function judgeRequest(
     session_id: string;
     contract: ContractProjection;
     criterion: JudgeRequest['criterion'];
-    workspace: string | null;
-    hidden: readonly string[];
     facts: SessionFacts;
     secrets: readonly string[];
+    /** The workspace's changes, read once per verification: the sandbox keeps them from moving. */
+    changes: () => Promise<{ diff: string | null; note: string }>;
   },
   earlier: readonly { criterion: WorkCriterion; check: Check }[],
-  limits: { timeout_ms: number; signal: AbortSignal | undefined; sandbox: SandboxOptions | undefined },
 ): Promise<JudgeRequest> {
   const { deps, project_id, session_id, contract, criterion, facts } = context;
   const scrub = (text: string) => scrubSecrets(text, { values: context.secrets }).text;
@@ -512,7 +511,7 @@ async function judgeRequest(
       evidence.push({ item_id: definition.item_id, ref: scrub(evidenceRefText(ref)), text: scrub(text) });
     }
   }
-  const changes = await workspaceChanges(context.workspace, context.hidden, limits);
+  const changes = await context.changes();
   return {
     criterion: {
       ...criterion,
@@ -621,6 +620,8 @@ async function verifyOnce(
   const budget = deps.work?.verification_budget_ms ?? defaultWorkConfig.verification_budget_ms;
   const deadline = performance.now() + budget;
   const perCriterion = options.timeout_ms ?? verifyDefaults.timeout_ms;
+  /** The workspace's changes for the judge, read at the first semantic criterion. */
+  let changes: Promise<{ diff: string | null; note: string }> | undefined;
   const checks: { criterion: WorkCriterion; check: Check }[] = [];
   for (const [at, criterion] of criteria.entries()) {
     throwIfCancelled(options.signal);
@@ -685,13 +686,16 @@ async function verifyOnce(
             session_id,
             contract,
             criterion: { ...criterion, kind },
-            workspace,
-            hidden,
             facts,
             secrets,
+            changes: () =>
+              (changes ??= workspaceChanges(workspace, hidden, {
+                timeout_ms: Math.min(left, diffTimeoutMs),
+                signal: options.signal,
+                sandbox: options.sandbox,
+              })),
           },
           checks,
-          { timeout_ms: Math.min(left, diffTimeoutMs), signal: options.signal, sandbox: options.sandbox },
         );
         // Reading the changes took some of the budget: the judge gets what is left.
         const remaining = Math.max(1, Math.ceil(deadline - performance.now()));
