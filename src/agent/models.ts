@@ -22,6 +22,60 @@ export interface ModelRoute {
   complete(request: ModelRequest): Promise<string>;
 }
 
+/** A tool the model may call: its name, what it does, and its input's JSON Schema (an object). */
+export interface ChatTool {
+  readonly name: string;
+  readonly description: string;
+  readonly input_schema: Record<string, unknown>;
+}
+
+/** One call the model asked for: `input` is the parsed arguments (null when they were not JSON). */
+export interface ChatToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+/** One message of a conversation, in Baton's own terms; each route translates it. */
+export type ChatMessage =
+  | { readonly role: 'user'; readonly text: string }
+  | { readonly role: 'assistant'; readonly text: string; readonly tool_calls: readonly ChatToolCall[] }
+  | {
+      readonly role: 'tool';
+      readonly tool_use_id: string;
+      readonly name: string;
+      readonly output: string;
+      readonly is_error: boolean;
+    };
+
+export interface ChatRequest {
+  readonly system: string;
+  readonly messages: readonly ChatMessage[];
+  readonly tools: readonly ChatTool[];
+  /**
+   * Text placed after every message, rebuilt for each request and never part of the history
+   * (the managed-work control block); null for none.
+   */
+  readonly tail: string | null;
+  readonly max_tokens: number;
+  readonly timeout_ms: number;
+  readonly signal?: AbortSignal;
+}
+
+/** The model's turn: its text, the tools it calls (possibly none) and why it stopped. */
+export interface ChatAnswer {
+  readonly text: string;
+  readonly tool_calls: readonly ChatToolCall[];
+  /** `end`: it finished its turn; `tool_use`: it waits for tool results; `max_tokens`: cut off. */
+  readonly stop: 'end' | 'tool_use' | 'max_tokens';
+}
+
+export interface ChatRoute {
+  readonly provider: ModelProvider;
+  readonly model: string;
+  chat(request: ChatRequest): Promise<ChatAnswer>;
+}
+
 /** Why a model gave no answer: it took too long, or it could not be reached or refused. */
 export class ModelError extends Error {
   override readonly name = 'ModelError';
