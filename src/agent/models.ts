@@ -1,8 +1,9 @@
 /**
- * Model routes (docs/judge.md): one request, one text answer, from an OpenAI-compatible chat
+ * Model routes (docs/judge.md): one request with one text answer (the semantic judge), or one turn
+ * of a multi-turn chat with tool calling (Baton's own agent loop), from an OpenAI-compatible chat
  * completions endpoint (OpenAI, Ollama, llama.cpp, vLLM) or Anthropic's messages endpoint. Plain
- * `fetch` with the answer checked by a schema: two small JSON calls need no SDK. Every failure is
- * a typed ModelError; the key never appears in one, nor in anything logged.
+ * `fetch` with the answer checked by a schema: small JSON calls need no SDK. Every failure is a
+ * typed ModelError; the key never appears in one, nor in anything logged.
  */
 import { z } from 'zod';
 import type { JudgeConfig, ModelProvider } from '../core/work/config.ts';
@@ -121,12 +122,15 @@ function endpoint(base_url: string, path: string): string {
   return `${base_url.replace(/\/+$/, '')}${path}`;
 }
 
+/** How long a call may take, and the caller's signal to cancel it. */
+type Deadline = Pick<ModelRequest, 'timeout_ms' | 'signal'>;
+
 /** POST a JSON body and read a JSON answer, within the timeout and the caller's signal. */
 async function postJson(
   url: string,
   headers: Record<string, string>,
   body: unknown,
-  request: ModelRequest,
+  request: Deadline,
 ): Promise<unknown> {
   const timeout = AbortSignal.timeout(request.timeout_ms);
   const signal = request.signal ? AbortSignal.any([timeout, request.signal]) : timeout;
@@ -170,59 +174,288 @@ function parsed<S extends z.ZodType>(schema: S, value: unknown, what: string): z
   return result.data;
 }
 
-/** The route `[judge]` configures; the key is read from the environment variable it names. */
-export function modelRoute(
-  config: Pick<JudgeConfig, 'provider' | 'model' | 'base_url' | 'api_key_env'>,
-  env: Readonly<Record<string, string | undefined>>,
-): ModelRoute {
+type RouteConfig = Pick<JudgeConfig, 'provider' | 'model' | 'base_url' | 'api_key_env'>;
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** How a provider is called: a POST to its endpoint with its headers (the key among them). */
+interface ProviderCall {
+  readonly model: string;
+  post(body: Record<string, unknown>, request: Deadline): Promise<unknown>;
+  /** The body field that caps the answer's tokens. */
+  readonly tokenField: 'max_tokens' | 'max_completion_tokens';
+}
+
+function providerCall(config: RouteConfig, env: Env): ProviderCall {
   const key = env[config.api_key_env];
-  const { provider, model } = config;
-  if (provider === 'openai') {
+  const to =
+    (url: string, headers: Record<string, string>): ProviderCall['post'] =>
+    (body, request) =>
+      postJson(url, headers, body, request);
+  if (config.provider === 'openai') {
     // OpenAI's own newer models refuse max_tokens (and any temperature but their default);
     // the compatible servers (Ollama, llama.cpp, vLLM) know max_tokens.
     const tokenField =
       new URL(config.base_url).hostname === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
     return {
-      provider,
-      model,
-      async complete(request) {
-        const answer = await postJson(
-          endpoint(config.base_url, '/chat/completions'),
-          key ? { authorization: `Bearer ${key}` } : {},
-          {
-            model,
-            messages: [
-              { role: 'system', content: request.system },
-              { role: 'user', content: request.prompt },
-            ],
-            [tokenField]: request.max_tokens,
-          },
-          request,
-        );
-        return parsed(openAiAnswer, answer, 'chat completions').choices[0]!.message.content ?? '';
-      },
+      model: config.model,
+      post: to(endpoint(config.base_url, '/chat/completions'), key ? { authorization: `Bearer ${key}` } : {}),
+      tokenField,
     };
   }
   return {
-    provider,
-    model,
-    async complete(request) {
-      const answer = await postJson(
-        endpoint(config.base_url, '/v1/messages'),
-        { 'anthropic-version': '2023-06-01', ...(key ? { 'x-api-key': key } : {}) },
-        {
-          model,
-          system: request.system,
-          max_tokens: request.max_tokens,
-          temperature: 0,
-          messages: [{ role: 'user', content: request.prompt }],
-        },
-        request,
-      );
-      return parsed(anthropicAnswer, answer, 'messages')
-        .content.filter((block) => block.type === 'text')
-        .map((block) => block.text ?? '')
-        .join('');
-    },
+    model: config.model,
+    post: to(endpoint(config.base_url, '/v1/messages'), {
+      'anthropic-version': '2023-06-01',
+      ...(key ? { 'x-api-key': key } : {}),
+    }),
+    tokenField: 'max_tokens',
   };
+}
+
+async function openAiComplete(call: ProviderCall, request: ModelRequest): Promise<string> {
+  const answer = await call.post(
+    {
+      model: call.model,
+      messages: [
+        { role: 'system', content: request.system },
+        { role: 'user', content: request.prompt },
+      ],
+      [call.tokenField]: request.max_tokens,
+    },
+    request,
+  );
+  return parsed(openAiAnswer, answer, 'chat completions').choices[0]!.message.content ?? '';
+}
+
+async function anthropicComplete(call: ProviderCall, request: ModelRequest): Promise<string> {
+  const answer = await call.post(
+    {
+      model: call.model,
+      system: request.system,
+      max_tokens: request.max_tokens,
+      temperature: 0,
+      messages: [{ role: 'user', content: request.prompt }],
+    },
+    request,
+  );
+  return parsed(anthropicAnswer, answer, 'messages')
+    .content.filter((block) => block.type === 'text')
+    .map((block) => block.text ?? '')
+    .join('');
+}
+
+/** The route `[judge]` configures; the key is read from the environment variable it names. */
+export function modelRoute(config: RouteConfig, env: Env): ModelRoute {
+  const call = providerCall(config, env);
+  const complete = config.provider === 'openai' ? openAiComplete : anthropicComplete;
+  return { provider: config.provider, model: config.model, complete: (request) => complete(call, request) };
+}
+
+const openAiChatAnswer = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullish(),
+          tool_calls: z
+            .array(
+              z.object({
+                id: z.string().nullish(),
+                function: z.object({ name: z.string(), arguments: z.string() }),
+              }),
+            )
+            .nullish(),
+        }),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .min(1),
+});
+
+const anthropicChatAnswer = z.object({
+  content: z.array(z.looseObject({ type: z.string() })),
+  stop_reason: z.string().nullish(),
+});
+const anthropicText = z.object({ text: z.string() });
+const anthropicToolUse = z.object({ id: z.string().nullish(), name: z.string(), input: z.unknown() });
+
+/** The calls with the ids the model gave kept, and `call_<n>` (unique in the answer) for the missing. */
+function withIds(calls: readonly { id?: string | null; name: string; input: unknown }[]): ChatToolCall[] {
+  const taken = new Set(calls.map((call) => call.id).filter(Boolean));
+  let n = 0;
+  return calls.map(({ id, name, input }) => {
+    if (id) return { id, name, input };
+    let made: string;
+    do made = `call_${++n}`;
+    while (taken.has(made));
+    taken.add(made);
+    return { id: made, name, input };
+  });
+}
+
+function jsonOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+function chatAnswer(
+  text: string,
+  tool_calls: ChatToolCall[],
+  reason: string | null | undefined,
+  reasons: { readonly tool_use: string; readonly max_tokens: string },
+): ChatAnswer {
+  const stop =
+    tool_calls.length > 0 || reason === reasons.tool_use
+      ? 'tool_use'
+      : reason === reasons.max_tokens
+        ? 'max_tokens'
+        : 'end';
+  return { text, tool_calls, stop };
+}
+
+function openAiChatMessage(message: ChatMessage): Record<string, unknown> {
+  switch (message.role) {
+    case 'user':
+      return { role: 'user', content: message.text };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.text || null,
+        ...(message.tool_calls.length > 0 && {
+          tool_calls: message.tool_calls.map((call) => ({
+            id: call.id,
+            type: 'function',
+            function: { name: call.name, arguments: JSON.stringify(call.input) },
+          })),
+        }),
+      };
+    case 'tool':
+      // The protocol has no error flag: the content says so.
+      return {
+        role: 'tool',
+        tool_call_id: message.tool_use_id,
+        content: message.is_error ? `error: ${message.output}` : message.output,
+      };
+  }
+}
+
+type AnthropicBlock = Record<string, unknown>;
+interface AnthropicMessage {
+  readonly role: 'user' | 'assistant';
+  readonly content: AnthropicBlock[];
+}
+
+function anthropicBlocks(message: ChatMessage): AnthropicMessage {
+  switch (message.role) {
+    case 'user':
+      return { role: 'user', content: [{ type: 'text', text: message.text }] };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: [
+          ...(message.text ? [{ type: 'text', text: message.text }] : []),
+          ...message.tool_calls.map((call) => ({
+            type: 'tool_use',
+            id: call.id,
+            name: call.name,
+            input: call.input ?? {},
+          })),
+        ],
+      };
+    case 'tool':
+      return {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: message.tool_use_id,
+            content: message.output,
+            is_error: message.is_error,
+          },
+        ],
+      };
+  }
+}
+
+/** Anthropic wants the roles to alternate: consecutive messages of one role become one message. */
+function anthropicMessages(request: ChatRequest): AnthropicMessage[] {
+  const messages: AnthropicMessage[] = [];
+  const tail: AnthropicMessage[] =
+    request.tail === null ? [] : [{ role: 'user', content: [{ type: 'text', text: request.tail }] }];
+  for (const next of [...request.messages.map(anthropicBlocks), ...tail]) {
+    if (next.content.length === 0) continue;
+    const last = messages.at(-1);
+    if (last?.role === next.role) last.content.push(...next.content);
+    else messages.push({ role: next.role, content: [...next.content] });
+  }
+  return messages;
+}
+
+async function openAiChat(call: ProviderCall, request: ChatRequest): Promise<ChatAnswer> {
+  const answer = await call.post(
+    {
+      model: call.model,
+      messages: [
+        { role: 'system', content: request.system },
+        ...request.messages.map(openAiChatMessage),
+        ...(request.tail === null ? [] : [{ role: 'user', content: request.tail }]),
+      ],
+      ...(request.tools.length > 0 && {
+        tools: request.tools.map((tool) => ({
+          type: 'function',
+          function: { name: tool.name, description: tool.description, parameters: tool.input_schema },
+        })),
+      }),
+      [call.tokenField]: request.max_tokens,
+    },
+    request,
+  );
+  const choice = parsed(openAiChatAnswer, answer, 'chat completions').choices[0]!;
+  const calls = (choice.message.tool_calls ?? []).map((made) => ({
+    id: made.id,
+    name: made.function.name,
+    input: jsonOrNull(made.function.arguments),
+  }));
+  return chatAnswer(choice.message.content ?? '', withIds(calls), choice.finish_reason, {
+    tool_use: 'tool_calls',
+    max_tokens: 'length',
+  });
+}
+
+async function anthropicChat(call: ProviderCall, request: ChatRequest): Promise<ChatAnswer> {
+  const answer = await call.post(
+    {
+      model: call.model,
+      system: request.system,
+      max_tokens: request.max_tokens,
+      messages: anthropicMessages(request),
+      ...(request.tools.length > 0 && {
+        tools: request.tools.map(({ name, description, input_schema }) => ({
+          name,
+          description,
+          input_schema,
+        })),
+      }),
+    },
+    request,
+  );
+  const { content, stop_reason } = parsed(anthropicChatAnswer, answer, 'messages');
+  const text = content
+    .filter((block) => block.type === 'text')
+    .map((block) => parsed(anthropicText, block, 'messages').text)
+    .join('');
+  const calls = content
+    .filter((block) => block.type === 'tool_use')
+    .map((block) => parsed(anthropicToolUse, block, 'messages'));
+  return chatAnswer(text, withIds(calls), stop_reason, { tool_use: 'tool_use', max_tokens: 'max_tokens' });
+}
+
+/** A multi-turn route with tool calling, configured as `[judge]` is; the key comes from `env`. */
+export function chatRoute(config: RouteConfig, env: Env): ChatRoute {
+  const call = providerCall(config, env);
+  const chat = config.provider === 'openai' ? openAiChat : anthropicChat;
+  return { provider: config.provider, model: config.model, chat: (request) => chat(call, request) };
 }

@@ -10,15 +10,26 @@ export interface ModelCall {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: Record<string, unknown>;
-  /** The prompt it was sent: the user message's text. */
+  /** The prompt it was sent: the first user message's text (its text blocks joined). */
   readonly prompt: string;
 }
 
-/** What the script answers one call with: a reply text, or a status and raw body, after a delay. */
+/** A tool call the script makes; without an id, the answer carries none. */
+export interface ScriptedToolCall {
+  readonly id?: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+/**
+ * What the script answers one call with: a reply text, tool calls (with some text), or a status
+ * and raw body, after a delay.
+ */
 export type ScriptedAnswer =
   | string
   | { readonly status: number; readonly body: string; readonly delay_ms?: number }
-  | { readonly reply: string; readonly delay_ms: number };
+  | { readonly reply: string; readonly delay_ms: number }
+  | { readonly tool_calls: readonly ScriptedToolCall[]; readonly text?: string };
 
 export interface ScriptedModel {
   /** The server's origin, e.g. http://127.0.0.1:PORT. */
@@ -28,23 +39,47 @@ export interface ScriptedModel {
 }
 
 function promptOf(body: Record<string, unknown>): string {
-  const messages = (body.messages ?? []) as { role: string; content: string }[];
-  return messages.find((message) => message.role === 'user')?.content ?? '';
+  const messages = (body.messages ?? []) as { role: string; content: unknown }[];
+  const content = messages.find((message) => message.role === 'user')?.content ?? '';
+  if (typeof content === 'string') return content;
+  return (content as { type: string; text?: string }[])
+    .filter((block) => block.type === 'text')
+    .map((block) => block.text ?? '')
+    .join('');
 }
 
-function answerBody(path: string, reply: string): unknown {
+function answerBody(path: string, text: string, calls: readonly ScriptedToolCall[]): unknown {
   return path.endsWith('/messages')
     ? {
         id: 'msg_1',
         type: 'message',
         role: 'assistant',
-        content: [{ type: 'text', text: reply }],
-        stop_reason: 'end_turn',
+        content: [
+          ...(text || calls.length === 0 ? [{ type: 'text', text }] : []),
+          ...calls.map(({ id, name, input }) => ({ type: 'tool_use', id, name, input })),
+        ],
+        stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn',
       }
     : {
         id: 'chatcmpl-1',
         object: 'chat.completion',
-        choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }],
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: calls.length > 0 ? text || null : text,
+              ...(calls.length > 0 && {
+                tool_calls: calls.map(({ id, name, input }) => ({
+                  id,
+                  type: 'function',
+                  function: { name, arguments: JSON.stringify(input) },
+                })),
+              }),
+            },
+            finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+          },
+        ],
       };
 }
 
@@ -68,16 +103,21 @@ export async function startScriptedModel(
       const answer: ScriptedAnswer = known ? script(call) : { status: 404, body: 'no such route' };
       const send = () => {
         if (response.destroyed) return;
-        if (typeof answer === 'string' || 'reply' in answer) {
-          const reply = typeof answer === 'string' ? answer : answer.reply;
+        if (typeof answer === 'string' || !('status' in answer)) {
+          const [text, calls] =
+            typeof answer === 'string'
+              ? [answer, []]
+              : 'reply' in answer
+                ? [answer.reply, []]
+                : [answer.text ?? '', answer.tool_calls];
           response.writeHead(200, { 'content-type': 'application/json' });
-          response.end(JSON.stringify(answerBody(call.path, reply)));
+          response.end(JSON.stringify(answerBody(call.path, text, calls)));
         } else {
           response.writeHead(answer.status, { 'content-type': 'application/json' });
           response.end(answer.body);
         }
       };
-      const delay = typeof answer === 'string' ? 0 : (answer.delay_ms ?? 0);
+      const delay = typeof answer === 'string' || !('delay_ms' in answer) ? 0 : (answer.delay_ms ?? 0);
       if (delay > 0) setTimeout(send, delay);
       else send();
     });
