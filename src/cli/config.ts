@@ -1,7 +1,7 @@
 /**
  * baton.toml for the commands that run the app: `baton.toml` in the working directory (none
  * there means the defaults), or the file of `--config FILE` (which must exist). Its `[work]`
- * section becomes deps.work, its `[judge]` section deps.judge. Unknown keys are warnings printed to stderr; a file that is not
+ * section becomes deps.work, its `[judge]` section deps.judge; `[agent]` names the model `baton agent run` runs. Unknown keys are warnings printed to stderr; a file that is not
  * TOML, or a known key with a bad value, is a usage error (exit 2) naming the file or the key.
  */
 import { readFile } from 'node:fs/promises';
@@ -13,8 +13,10 @@ import { BatonError } from '../core/errors.ts';
 import { configuredJudge } from '../agent/judge.ts';
 import {
   defaultWorkConfig,
+  readAgentConfig,
   readJudgeConfig,
   readWorkConfig,
+  type AgentConfig,
   type JudgeConfig,
   type WorkConfig,
 } from '../core/work/config.ts';
@@ -31,6 +33,8 @@ export interface LoadedConfig {
   readonly work: WorkConfig;
   /** The model that judges semantic criteria; null when `[judge]` is absent. */
   readonly judge: JudgeConfig | null;
+  /** The model Baton's own agent loop runs; null when `[agent]` is absent. */
+  readonly agent: AgentConfig | null;
   readonly warnings: readonly string[];
   /** The file read, or null when there was none. */
   readonly path: string | null;
@@ -52,7 +56,7 @@ async function readText(path: string, explicit: boolean): Promise<string | null>
 export async function loadConfig(cwd: string, explicit?: string): Promise<LoadedConfig> {
   const path = explicit === undefined ? join(cwd, configFile) : resolve(cwd, explicit);
   const source = await readText(path, explicit !== undefined);
-  if (source === null) return { work: defaultWorkConfig, judge: null, warnings: [], path: null };
+  if (source === null) return { work: defaultWorkConfig, judge: null, agent: null, warnings: [], path: null };
   let document: unknown;
   try {
     document = parse(source);
@@ -67,7 +71,14 @@ export async function loadConfig(cwd: string, explicit?: string): Promise<Loaded
   try {
     const work = readWorkConfig(document, path);
     const judge = readJudgeConfig(document, path);
-    return { work: work.config, judge: judge.config, warnings: [...work.warnings, ...judge.warnings], path };
+    const agent = readAgentConfig(document, path);
+    return {
+      work: work.config,
+      judge: judge.config,
+      agent: agent.config,
+      warnings: [...work.warnings, ...judge.warnings, ...agent.warnings],
+      path,
+    };
   } catch (error) {
     if (error instanceof BatonError) throw new UsageError(error.message, { showUsage: false });
     throw error;

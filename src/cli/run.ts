@@ -16,6 +16,7 @@ import {
   type Values,
 } from './command.ts';
 import { adminCommands } from './commands/admin.ts';
+import { agentCommands } from './commands/agent.ts';
 import { bindCommands } from './commands/bind.ts';
 import { ledgerCommands } from './commands/ledger.ts';
 import { viewCommands } from './commands/views.ts';
@@ -43,6 +44,7 @@ export const commands: Readonly<Record<string, Command>> = {
   ...sessionCommands,
   ...managedWorkCommands,
   ...gateCommands,
+  ...agentCommands,
   ...ledgerCommands,
 };
 
@@ -58,6 +60,7 @@ const groups: readonly { title: string; names: readonly string[] }[] = [
       ...Object.keys(gateCommands),
     ],
   },
+  { title: "Baton's own agent", names: Object.keys(agentCommands) },
   { title: 'The ledger', names: Object.keys(ledgerCommands) },
 ];
 

@@ -32,7 +32,7 @@ function session(context: Context): string {
   return given;
 }
 
-function localOnly(context: Context, name: string): void {
+export function localOnly(context: Context, name: string): void {
   if (text(context.values, 'server') !== undefined || context.io.env.BATON_SERVER) {
     throw new UsageError(
       `${name} runs on this machine's store and workspace; drop --server (and BATON_SERVER), use --database for a shared PostgreSQL`,
@@ -156,7 +156,7 @@ ${databaseHelp}
  * Ctrl-C (SIGINT) or SIGTERM aborts the signal instead of ending the process at once, so the
  * running shell criterion's sandbox is killed and nothing is recorded; stop() stops listening.
  */
-function interruptOnSignal(): {
+export function interruptOnSignal(): {
   signal: AbortSignal;
   received(): NodeJS.Signals | undefined;
   stop(): void;

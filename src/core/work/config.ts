@@ -47,40 +47,58 @@ export const defaultModelEndpoints: Readonly<
   anthropic: { base_url: 'https://api.anthropic.com', api_key_env: 'ANTHROPIC_API_KEY' },
 };
 
+/** Where a model is reached: the fields `[judge]` and `[agent]` share. */
+const routeFields = {
+  provider: z.enum(modelProviders),
+  model: z.string().min(1).max(200),
+  base_url: z
+    .url({ protocol: /^https?$/ })
+    .refine((value) => {
+      const url = new URL(value);
+      return url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+    }, 'holds no credentials, query or fragment: the key goes in the variable api_key_env names')
+    .optional(),
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'is the name of an environment variable')
+    .optional(),
+};
+
+/** A key written into the file is refused, saying where it goes instead. */
+function noKey(section: string) {
+  return z
+    .never({
+      error: `must not hold the key: put it in an environment variable and name it in ${section}.api_key_env`,
+    })
+    .optional();
+}
+
+/** The provider's own endpoint and key variable where the section names none. */
+function withEndpoint<T extends { provider: ModelProvider; base_url?: string; api_key_env?: string }>(
+  config: T,
+): Omit<T, 'api_key' | 'base_url' | 'api_key_env'> & { base_url: string; api_key_env: string } {
+  const { api_key: _key, ...rest } = config as T & { api_key?: unknown };
+  return {
+    ...(rest as Omit<T, 'api_key' | 'base_url' | 'api_key_env'>),
+    base_url: config.base_url ?? defaultModelEndpoints[config.provider].base_url,
+    api_key_env: config.api_key_env ?? defaultModelEndpoints[config.provider].api_key_env,
+  };
+}
+
 /**
  * The `[judge]` section: the model that judges semantic criteria (docs/judge.md). The key is
  * never in the file: `api_key_env` names the environment variable that holds it.
  */
 export const judgeConfigSchema = z
   .object({
-    provider: z.enum(modelProviders),
-    model: z.string().min(1).max(200),
-    base_url: z
-      .url({ protocol: /^https?$/ })
-      .refine((value) => {
-        const url = new URL(value);
-        return url.username === '' && url.password === '' && url.search === '' && url.hash === '';
-      }, 'holds no credentials, query or fragment: the key goes in the variable api_key_env names')
-      .optional(),
-    api_key_env: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'is the name of an environment variable')
-      .optional(),
+    ...routeFields,
     timeout_ms: z.number().int().min(1000).max(600_000).default(60_000),
     max_tokens: z.number().int().min(16).max(8192).default(1024),
     /** How many characters of evidence and workspace diff one judgement reads. */
     evidence_chars: z.number().int().min(1000).max(1_000_000).default(32_000),
-    api_key: z
-      .never({
-        error: 'must not hold the key: put it in an environment variable and name it in judge.api_key_env',
-      })
-      .optional(),
+    api_key: noKey('judge'),
   })
-  .transform(({ api_key: _key, ...config }) => ({
-    ...config,
-    base_url: config.base_url ?? defaultModelEndpoints[config.provider].base_url,
-    api_key_env: config.api_key_env ?? defaultModelEndpoints[config.provider].api_key_env,
-  }));
+  .transform(withEndpoint);
 export type JudgeConfig = z.output<typeof judgeConfigSchema>;
 
 /** Read `[judge]` from a parsed baton.toml: null when there is none (semantic criteria stay unknown). */
@@ -89,6 +107,40 @@ export function readJudgeConfig(
   file = 'baton.toml',
 ): { config: JudgeConfig | null; warnings: string[] } {
   return readSection(document, 'judge', judgeConfigSchema, file);
+}
+
+/**
+ * The `[agent]` section: the model Baton's own agent loop runs (`baton agent run`,
+ * docs/agent.md), and the loop's bounds.
+ */
+export const agentConfigSchema = z
+  .object({
+    ...routeFields,
+    /** One model request's time limit. */
+    timeout_ms: z.number().int().min(1000).max(600_000).default(120_000),
+    max_tokens: z.number().int().min(64).max(64_000).default(4096),
+    /** Model turns before the run ends `max_turns`. */
+    max_turns: z.number().int().min(1).max(1000).default(30),
+    /** One shell tool call's time limit. */
+    shell_timeout_ms: z.number().int().min(1000).max(3_600_000).default(120_000),
+    /** How many characters of one tool's output the model is shown (the ledger keeps up to 64 KiB). */
+    output_chars: z
+      .number()
+      .int()
+      .min(1000)
+      .max(64 * 1024)
+      .default(16_000),
+    api_key: noKey('agent'),
+  })
+  .transform(withEndpoint);
+export type AgentConfig = z.output<typeof agentConfigSchema>;
+
+/** Read `[agent]` from a parsed baton.toml: null when there is none (no model to run). */
+export function readAgentConfig(
+  document: unknown,
+  file = 'baton.toml',
+): { config: AgentConfig | null; warnings: string[] } {
+  return readSection(document, 'agent', agentConfigSchema, file);
 }
 
 function readSection<S extends z.ZodType>(

@@ -67,7 +67,14 @@ export const sessionEntrySchemas = {
     /** The accepted receipt the session took the work under: its outcomes name it, to cover it. */
     handoff_receipt_ref: sourceRefSchema.optional(),
   }),
-  user_message: recordSchema('baton.user-message/v1', { text }),
+  user_message: recordSchema('baton.user-message/v1', {
+    text,
+    /**
+     * Who said it: a person, or Baton itself telling its own agent loop why it may not stop yet
+     * (docs/agent.md). Either way it is input to the model, never an instruction with authority.
+     */
+    author: z.enum(['person', 'baton']).default('person'),
+  }),
   assistant_message: recordSchema('baton.assistant-message/v1', { text }),
   tool_call: recordSchema('baton.tool-call/v1', {
     tool_use_id: z.string().min(1).max(200),

@@ -1,0 +1,61 @@
+/**
+ * The permission engine of Baton's own agent loop (docs/agent.md): every tool call is decided
+ * here before it runs, from the session's header alone (its mode, workspace and capabilities),
+ * never from anything the model or a stored text says. A denial is a typed reason the model
+ * reads as the tool's error; nothing runs.
+ */
+import type { SessionHeader } from '../core/work/session.ts';
+
+/** What a tool does to the world: read the workspace, write it, run a command, or change work state. */
+export type ToolEffect = 'read' | 'write' | 'execute' | 'work';
+
+export type PermissionDecision =
+  | { readonly allowed: true }
+  | {
+      readonly allowed: false;
+      readonly code: 'unknown_tool' | 'tool_not_granted' | 'read_only' | 'no_workspace' | 'not_managed';
+      readonly reason: string;
+    };
+
+/**
+ * Whether `tool` may run in this session. Rules, in order:
+ * - the tool must be one the loop knows;
+ * - when the session's capabilities list tools, the tool must be in that list (the work tool
+ *   too: internal state changes are effects and pass the same boundary);
+ * - writing needs `capabilities.write`;
+ * - reading, writing and running commands need a workspace;
+ * - the work tool exists only in managed mode.
+ */
+export function decideToolCall(
+  tool: { readonly name: string; readonly effect: ToolEffect } | undefined,
+  name: string,
+  header: SessionHeader,
+): PermissionDecision {
+  if (tool === undefined) {
+    return { allowed: false, code: 'unknown_tool', reason: `there is no tool named ${JSON.stringify(name)}` };
+  }
+  const granted = header.capabilities.tools;
+  if (granted.length > 0 && !granted.includes(tool.name)) {
+    return {
+      allowed: false,
+      code: 'tool_not_granted',
+      reason: `this session may use only ${granted.join(', ')}; ${tool.name} is not granted`,
+    };
+  }
+  if (tool.effect === 'work') {
+    return header.work_mode === 'direct'
+      ? { allowed: false, code: 'not_managed', reason: 'this session has no managed work' }
+      : { allowed: true };
+  }
+  if (header.workspace === null) {
+    return { allowed: false, code: 'no_workspace', reason: 'this session has no workspace to work in' };
+  }
+  if (tool.effect === 'write' && !header.capabilities.write) {
+    return {
+      allowed: false,
+      code: 'read_only',
+      reason: 'this session is read-only: it may not change files',
+    };
+  }
+  return { allowed: true };
+}

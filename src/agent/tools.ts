@@ -1,0 +1,330 @@
+/**
+ * The tools of Baton's own agent loop (docs/agent.md): list_files, read_file and write_file in
+ * the session's workspace, shell in the read-only sandbox, and, in managed mode, the work tool.
+ * Each tool checks its own input with a zod schema (the same schema the model is shown as JSON
+ * Schema) and answers a text for the model; a refusal or a failure is an error result the model
+ * reads, never an exception out of the loop. The permission engine (permissions.ts) has
+ * already allowed the call.
+ */
+import { lstat, mkdir, open, readdir } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { z } from 'zod';
+import type { AppDeps } from '../app/deps.ts';
+import { attachEvidence, readWork, requestInput, transitionItem, type WorkSnapshot } from '../app/work.ts';
+import { isHidden, openedInside, privateFiles, workspaceChecker } from '../app/workspace-paths.ts';
+import { isBatonError } from '../core/errors.ts';
+import { clipText } from '../core/text.ts';
+import { evidenceRefSchema, workIdSchema, workItemStatuses, type Actor } from '../core/work/model.ts';
+import { activeContract } from '../core/work/projector.ts';
+import type { SessionHeader } from '../core/work/session.ts';
+import type { ChatTool } from './models.ts';
+import type { ToolEffect } from './permissions.ts';
+import { runSandboxed } from './sandbox.ts';
+
+export interface ToolContext {
+  readonly deps: AppDeps;
+  readonly project_id: string;
+  readonly header: SessionHeader;
+  /** The model's identity as the actor of its work changes. */
+  readonly actor: Actor;
+  readonly shell_timeout_ms: number;
+  readonly signal: AbortSignal;
+}
+
+export interface ToolOutcome {
+  readonly output: string;
+  readonly is_error: boolean;
+  /** Set when the call changed the workspace: the loop records a checkpoint after it. */
+  readonly changed?: string;
+}
+
+export interface AgentTool {
+  readonly name: string;
+  readonly description: string;
+  readonly effect: ToolEffect;
+  readonly input: z.ZodType;
+  run(context: ToolContext, input: never): Promise<ToolOutcome>;
+}
+
+/** The most bytes read_file reads, and write_file writes, in one call. */
+export const fileBytesLimit = 256 * 1024;
+/** The most entries list_files names. */
+const listLimit = 500;
+/** What the ledger keeps of a shell command's output, per stream. */
+const shellOutputBytes = 32 * 1024;
+
+const ok = (output: string, changed?: string): ToolOutcome => ({
+  output,
+  is_error: false,
+  ...(changed === undefined ? {} : { changed }),
+});
+const refused = (output: string): ToolOutcome => ({ output, is_error: true });
+
+const relativePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .describe('a path relative to the workspace (the workspace itself is ".")');
+
+/**
+ * The workspace path a call names, or a refusal: it must stay inside the workspace once links
+ * are followed, and never name the ledger's own files or a `.git` folder's insides.
+ */
+function placed(header: SessionHeader, path: string): { path: string } | { refusal: string } {
+  const workspace = header.workspace!;
+  const full = resolve(workspace, path);
+  if (!workspaceChecker(workspace)(path)) {
+    return { refusal: `${JSON.stringify(path)} is outside the workspace` };
+  }
+  const inside = relative(workspace, full);
+  if (inside.split(sep).includes('.git')) {
+    return { refusal: `${JSON.stringify(path)} is inside a .git folder, which tools do not touch` };
+  }
+  return { path: full };
+}
+
+function hiddenFrom(context: ToolContext, path: string): boolean {
+  return isHidden(context.header.workspace!, privateFiles(context.deps), path);
+}
+
+const listFiles: AgentTool = {
+  name: 'list_files',
+  effect: 'read',
+  description: `List a folder of the workspace: one entry per line, folders ending in "/". At most ${listLimit} entries.`,
+  input: z.strictObject({ path: relativePath.default('.') }),
+  async run(context, input: { path: string }) {
+    const where = placed(context.header, input.path);
+    if ('refusal' in where) return refused(where.refusal);
+    if (hiddenFrom(context, input.path)) return refused(`${JSON.stringify(input.path)} is not readable`);
+    try {
+      const entries = await readdir(where.path, { withFileTypes: true });
+      const names = entries
+        .filter((entry) => entry.name !== '.git' && !hiddenFrom(context, join(input.path, entry.name)))
+        .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
+        .sort();
+      const shown = names.slice(0, listLimit);
+      if (names.length > listLimit) shown.push(`… and ${names.length - listLimit} more`);
+      return ok(shown.length === 0 ? '(empty)' : shown.join('\n'));
+    } catch (error) {
+      return refused(`cannot list ${JSON.stringify(input.path)}: ${(error as NodeJS.ErrnoException).code}`);
+    }
+  },
+};
+
+const readFile: AgentTool = {
+  name: 'read_file',
+  effect: 'read',
+  description: `Read a text file of the workspace (at most ${fileBytesLimit / 1024} KiB; longer files are cut).`,
+  input: z.strictObject({ path: relativePath }),
+  async run(context, input: { path: string }) {
+    const where = placed(context.header, input.path);
+    if ('refusal' in where) return refused(where.refusal);
+    const hidden = privateFiles(context.deps);
+    let handle;
+    try {
+      handle = await open(where.path, 'r');
+    } catch (error) {
+      return refused(`cannot read ${JSON.stringify(input.path)}: ${(error as NodeJS.ErrnoException).code}`);
+    }
+    try {
+      // Judged by what was opened: a link swapped after the check above is caught here.
+      if (!(await openedInside(context.header.workspace!, handle, input.path, hidden))) {
+        return refused(`${JSON.stringify(input.path)} is outside the workspace or not readable`);
+      }
+      if (!(await handle.stat()).isFile()) return refused(`${JSON.stringify(input.path)} is not a file`);
+      const buffer = Buffer.alloc(fileBytesLimit + 1);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+      const bytes = buffer.subarray(0, Math.min(bytesRead, fileBytesLimit));
+      if (bytes.includes(0)) return refused(`${JSON.stringify(input.path)} is not a text file`);
+      const text = bytes.toString('utf8');
+      return ok(bytesRead > fileBytesLimit ? `${text}\n[cut at ${fileBytesLimit} bytes]` : text);
+    } finally {
+      await handle.close();
+    }
+  },
+};
+
+const writeFile: AgentTool = {
+  name: 'write_file',
+  effect: 'write',
+  description: `Create or replace a text file of the workspace with the given content (at most ${fileBytesLimit / 1024} KiB). Folders are created as needed.`,
+  input: z.strictObject({ path: relativePath, content: z.string() }),
+  async run(context, input: { path: string; content: string }) {
+    const where = placed(context.header, input.path);
+    if ('refusal' in where) return refused(where.refusal);
+    const bytes = Buffer.byteLength(input.content, 'utf8');
+    if (bytes > fileBytesLimit) {
+      return refused(`the content is ${bytes} bytes; write_file writes at most ${fileBytesLimit}`);
+    }
+    const hidden = privateFiles(context.deps);
+    if (hiddenFrom(context, input.path)) return refused(`${JSON.stringify(input.path)} is not writable`);
+    const existing = await lstat(where.path).catch(() => null);
+    if (existing?.isSymbolicLink()) {
+      return refused(`${JSON.stringify(input.path)} is a symbolic link; write the file it points to`);
+    }
+    if (existing !== null && !existing.isFile()) {
+      return refused(`${JSON.stringify(input.path)} exists and is not a file`);
+    }
+    try {
+      await mkdir(dirname(where.path), { recursive: true });
+      // Opened without truncating, checked by what was opened, and only then replaced.
+      const handle = await open(where.path, 'a');
+      try {
+        if (!(await openedInside(context.header.workspace!, handle, input.path, hidden))) {
+          return refused(`${JSON.stringify(input.path)} is outside the workspace`);
+        }
+        await handle.truncate(0);
+        await handle.write(input.content, 0, 'utf8');
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      return refused(`cannot write ${JSON.stringify(input.path)}: ${(error as NodeJS.ErrnoException).code}`);
+    }
+    return ok(`wrote ${bytes} bytes to ${input.path}`, `write_file ${input.path}`);
+  },
+};
+
+const shell: AgentTool = {
+  name: 'shell',
+  effect: 'execute',
+  description:
+    'Run a command with /bin/sh in the workspace, inside a sandbox: the workspace and the machine are read-only (write files with write_file), /tmp is private scratch space, there is no network. Answers the exit code, stdout and stderr.',
+  input: z.strictObject({ command: z.string().min(1).max(16_000) }),
+  async run(context, input: { command: string }) {
+    const result = await runSandboxed(
+      {
+        command: input.command,
+        workspace: context.header.workspace!,
+        timeout_ms: context.shell_timeout_ms,
+        output_limit_bytes: shellOutputBytes,
+        hidden: privateFiles(context.deps),
+      },
+      { signal: context.signal },
+    );
+    if (result.status === 'unavailable') {
+      return refused(`the sandbox is unavailable, so nothing ran: ${result.detail}`);
+    }
+    const streams = [
+      result.stdout === '' ? '' : `stdout:\n${result.stdout}`,
+      result.stderr === '' ? '' : `stderr:\n${result.stderr}`,
+      result.truncated ? '[output cut]' : '',
+    ].filter((part) => part !== '');
+    const head =
+      result.status === 'timed_out'
+        ? `timed out after ${context.shell_timeout_ms} ms`
+        : `exit ${result.exit_code}`;
+    return { output: [head, ...streams].join('\n'), is_error: result.status !== 'passed' };
+  },
+};
+
+const workInput = z.discriminatedUnion('operation', [
+  z.strictObject({ operation: z.literal('get') }),
+  z.strictObject({
+    operation: z.literal('transition'),
+    item_id: workIdSchema,
+    to: z.enum(workItemStatuses),
+    reason: z.string().max(4000).optional(),
+  }),
+  z.strictObject({
+    operation: z.literal('attach_evidence'),
+    item_id: workIdSchema,
+    tool_use_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('a tool call of this session whose result is the evidence'),
+    evidence: evidenceRefSchema.optional().describe('any other evidence reference'),
+  }),
+  z.strictObject({ operation: z.literal('request_input'), question: z.string().min(1).max(4000) }),
+]);
+type WorkInput = z.output<typeof workInput>;
+
+/** The live contract's state for the model: ids, statuses and what stopping needs; never tool output. */
+function workText(snapshot: WorkSnapshot): string {
+  return snapshot.control_block ?? 'No work contract is live in this session.';
+}
+
+const work: AgentTool = {
+  name: 'work',
+  effect: 'work',
+  description:
+    'Managed work: get the contract; transition an item (ready → running, running → blocked, running → ready_for_verification, blocked → ready); attach evidence to an item (a tool call of yours by tool_use_id); request input from the person. Only the verifier marks items succeeded. Calling it grants no tool, network, credential or execution authority.',
+  input: workInput,
+  async run(context, input: WorkInput) {
+    const { deps, project_id, actor } = context;
+    const session_id = context.header.session_id;
+    try {
+      if (input.operation === 'get') return ok(workText(await readWork(deps, project_id, { session_id })));
+      const contract = activeContract((await readWork(deps, project_id, { session_id })).projection);
+      if (!contract) return refused('no work contract is live in this session');
+      const which = { session_id, contract_id: contract.contract_id, revision: contract.revision };
+      let after: WorkSnapshot;
+      if (input.operation === 'transition') {
+        after = await transitionItem(
+          deps,
+          project_id,
+          {
+            ...which,
+            item_id: input.item_id,
+            to: input.to,
+            ...(input.reason ? { reason: input.reason } : {}),
+          },
+          actor,
+        );
+      } else if (input.operation === 'attach_evidence') {
+        const evidence =
+          input.evidence ??
+          (input.tool_use_id === undefined
+            ? undefined
+            : { type: 'tool_result' as const, session_id, tool_use_id: input.tool_use_id });
+        if (evidence === undefined) return refused('name the evidence: tool_use_id, or evidence');
+        after = await attachEvidence(deps, project_id, { ...which, item_id: input.item_id, evidence }, actor);
+      } else {
+        after = await requestInput(deps, project_id, { ...which, question: input.question }, actor);
+      }
+      return ok(workText(after));
+    } catch (error) {
+      if (isBatonError(error)) {
+        const rule = (error.data as { rule?: unknown } | undefined)?.rule;
+        return refused(
+          `refused (${error.code}${typeof rule === 'string' ? `, ${rule}` : ''}): ${error.message}`,
+        );
+      }
+      throw error;
+    }
+  },
+};
+
+/** Every tool the loop knows, by name. */
+export const agentTools: ReadonlyMap<string, AgentTool> = new Map(
+  [listFiles, readFile, writeFile, shell, work].map((tool) => [tool.name, tool]),
+);
+
+/** The tools a session is offered: those its permissions could allow (a denied call is still refused). */
+export function offeredTools(header: SessionHeader): AgentTool[] {
+  const granted = header.capabilities.tools;
+  return [...agentTools.values()].filter(
+    (tool) =>
+      (granted.length === 0 || granted.includes(tool.name)) &&
+      (tool.effect !== 'work' || header.work_mode !== 'direct') &&
+      (tool.effect !== 'write' || header.capabilities.write),
+  );
+}
+
+/** A tool as the model is shown it. */
+export function chatTool(tool: AgentTool): ChatTool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    input_schema: z.toJSONSchema(tool.input, { io: 'input' }),
+  };
+}
+
+/** The text a tool's output is cut to in the model's view; the ledger keeps more. */
+export function forModel(output: string, chars: number): string {
+  return output.length > chars
+    ? `${clipText(output, chars)}\n[cut: ${output.length} characters in all]`
+    : output;
+}

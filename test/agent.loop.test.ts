@@ -1,0 +1,437 @@
+/**
+ * Baton's own agent loop (docs/agent.md) against a scripted model over real HTTP, on both model
+ * routes: the conversation rebuilt from the ledger, tools run only when the permission engine
+ * allows, managed work authored then validated by the runtime, the completion gate saying why
+ * the model may not stop yet, verification ending the contract, and every way a run ends
+ * (completed, failed closed, needs_input then resumed, max_turns with a prepared Handoff,
+ * an unreachable model).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runAgent, type AgentEvent, type AgentRunInput } from '../src/agent/loop.ts';
+import { chatRoute } from '../src/agent/models.ts';
+import type { AppDeps } from '../src/app/deps.ts';
+import * as work from '../src/app/work.ts';
+import { run } from '../src/cli/run.ts';
+import { systemClock } from '../src/core/clock.ts';
+import { agentConfigSchema, type AgentConfig } from '../src/core/work/config.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import {
+  startScriptedModel,
+  type ModelCall,
+  type ScriptedAnswer,
+  type ScriptedModel,
+} from './helpers/scripted-model.ts';
+
+const secret = 'sk-live-agent-secret-4b3c2d1e';
+
+let workspace: string;
+let store: SqliteStore;
+let deps: AppDeps;
+let scripted: ScriptedModel;
+let answers: ScriptedAnswer[];
+
+beforeEach(async () => {
+  workspace = mkdtempSync(join(tmpdir(), 'baton-agent-'));
+  writeFileSync(join(workspace, 'README.md'), `# Demo\nThe deploy key is ${secret}.\n`);
+  execFileSync('git', ['-C', workspace, 'init', '-q']);
+  store = new SqliteStore({ path: ':memory:' });
+  await store.createProject('acme');
+  deps = { store, clock: systemClock };
+  answers = [];
+  scripted = await startScriptedModel(() => answers.shift() ?? { status: 500, body: 'script ran out' });
+});
+
+afterEach(async () => {
+  await store.close();
+  await scripted.close();
+  rmSync(workspace, { recursive: true, force: true });
+});
+
+type Provider = 'openai' | 'anthropic';
+
+function config(provider: Provider, extra: Record<string, unknown> = {}): AgentConfig {
+  return agentConfigSchema.parse({
+    provider,
+    model: 'agent-1',
+    base_url: provider === 'openai' ? `${scripted.url}/v1` : scripted.url,
+    api_key_env: 'AGENT_KEY',
+    timeout_ms: 5000,
+    ...extra,
+  });
+}
+
+async function agent(
+  provider: Provider,
+  input: Partial<AgentRunInput> & { prompt?: string },
+  extra: Record<string, unknown> = {},
+) {
+  const events: AgentEvent[] = [];
+  const env = { AGENT_KEY: 'sk-test-route', DEPLOY_KEY: secret };
+  const result = await runAgent(
+    deps,
+    'acme',
+    {
+      session_id: 's',
+      start: { work_mode: 'direct', workspace },
+      ...input,
+    },
+    {
+      route: chatRoute(config(provider, extra), env),
+      config: config(provider, extra),
+      env,
+      onEvent: (event) => events.push(event),
+    },
+  );
+  return { result, events };
+}
+
+async function entries(session_id = 's') {
+  const all = [];
+  for await (const entry of store.readStream(work.sessionStream('acme', session_id))) all.push(entry);
+  return all;
+}
+
+const calls = (...list: { name: string; input: unknown; id?: string }[]): ScriptedAnswer => ({
+  tool_calls: list,
+});
+
+/** Everything a request sent to the model says, as one text. */
+const sent = (call: ModelCall) => JSON.stringify(call.body);
+
+describe.each<Provider>(['openai', 'anthropic'])('direct work over the %s route', (provider) => {
+  it('reads, writes and answers: each turn rebuilt from the ledger, the secret never stored or sent', async () => {
+    answers.push(
+      calls(
+        { id: 'c1', name: 'list_files', input: {} },
+        { id: 'c2', name: 'read_file', input: { path: 'README.md' } },
+      ),
+      calls({ id: 'c3', name: 'write_file', input: { path: 'docs/NOTE.md', content: 'hello\n' } }),
+      'I wrote docs/NOTE.md.',
+    );
+    const { result, events } = await agent(provider, { prompt: 'Write a note' });
+
+    expect(result.status).toBe('completed');
+    expect(result.turns).toBe(3);
+    expect(result.final_text).toBe('I wrote docs/NOTE.md.');
+    expect(readFileSync(join(workspace, 'docs', 'NOTE.md'), 'utf8')).toBe('hello\n');
+    expect((await entries()).map((entry) => entry.type)).toEqual([
+      'session_header',
+      'user_message',
+      'assistant_message',
+      'tool_call',
+      'tool_call',
+      'tool_result',
+      'tool_result',
+      'assistant_message',
+      'tool_call',
+      'tool_result',
+      'checkpoint',
+      'assistant_message',
+      'terminal',
+    ]);
+    const results = (await entries())
+      .filter((entry) => entry.type === 'tool_result')
+      .map((entry) => entry.content as { tool_use_id: string; output: string; is_error: boolean });
+    expect(results[0]).toMatchObject({ tool_use_id: 'c1', is_error: false });
+    expect(results[0]!.output.split('\n')).toEqual(['README.md']);
+    expect(results[1]!.output).toContain('# Demo');
+    expect(results[1]!.output).not.toContain(secret);
+    expect(results[2]).toMatchObject({ tool_use_id: 'c3', output: 'wrote 6 bytes to docs/NOTE.md' });
+
+    expect(scripted.calls).toHaveLength(3);
+    const [first, second, third] = scripted.calls;
+    const tools = (first!.body.tools as { name?: string; function?: { name: string } }[]).map(
+      (tool) => tool.name ?? tool.function!.name,
+    );
+    expect(tools).toEqual(['list_files', 'read_file', 'write_file', 'shell']);
+    expect(sent(first!)).toContain('Write a note');
+    expect(sent(second!)).toContain('# Demo');
+    expect(sent(third!)).toContain('wrote 6 bytes to docs/NOTE.md');
+    for (const call of scripted.calls) expect(sent(call)).not.toContain(secret);
+    expect(first!.headers[provider === 'openai' ? 'authorization' : 'x-api-key']).toContain('sk-test-route');
+    expect(
+      events.filter((event) => event.type === 'tool').map((event) => event.type === 'tool' && event.summary),
+    ).toEqual(['list_files', 'read_file README.md', 'write_file docs/NOTE.md']);
+  });
+});
+
+describe('the permission engine', () => {
+  it('refuses writes in a read-only session, paths outside the workspace and .git, and unknown tools: nothing runs', async () => {
+    answers.push(
+      calls(
+        { id: 'w', name: 'write_file', input: { path: 'x.txt', content: 'no' } },
+        { id: 'up', name: 'read_file', input: { path: '../outside.txt' } },
+        { id: 'git', name: 'read_file', input: { path: '.git/config' } },
+        { id: 'rm', name: 'delete_everything', input: {} },
+        { id: 'bad', name: 'read_file', input: { file: 'README.md' } },
+        { id: 'work', name: 'work', input: { operation: 'get' } },
+      ),
+      'Done.',
+    );
+    writeFileSync(join(workspace, '..', 'outside.txt'), 'outside');
+    const { result } = await agent('openai', {
+      prompt: 'try things',
+      start: {
+        work_mode: 'direct',
+        workspace,
+        capabilities: { write: false, tools: [], flows: [], capabilities: [], owners: ['parent_agent'] },
+      },
+    });
+    rmSync(join(workspace, '..', 'outside.txt'));
+    expect(result.status).toBe('completed');
+    expect(existsSync(join(workspace, 'x.txt'))).toBe(false);
+    const outputs = Object.fromEntries(
+      (await entries())
+        .filter((entry) => entry.type === 'tool_result')
+        .map((entry) => {
+          const content = entry.content as { tool_use_id: string; output: string; is_error: boolean };
+          expect(content.is_error).toBe(true);
+          return [content.tool_use_id, content.output];
+        }),
+    );
+    expect(outputs).toEqual({
+      w: 'denied (read_only): this session is read-only: it may not change files',
+      up: '"../outside.txt" is outside the workspace',
+      git: '".git/config" is inside a .git folder, which tools do not touch',
+      rm: 'denied (unknown_tool): there is no tool named "delete_everything"',
+      bad: expect.stringMatching(/^invalid input: /) as unknown,
+      work: 'denied (not_managed): this session has no managed work',
+    });
+    const offered = (scripted.calls[0]!.body.tools as { function: { name: string } }[]).map(
+      (tool) => tool.function.name,
+    );
+    expect(offered).toEqual(['list_files', 'read_file', 'shell']);
+  });
+});
+
+/** The contract a managed run's model authors: one item decided by a file's content. */
+const authored = {
+  objective: 'Write the release note',
+  criteria: [
+    {
+      criterion_id: 'noted',
+      statement: 'NOTE.md says hello',
+      kind: { type: 'file_contains', path: 'NOTE.md', pattern: 'hello' },
+    },
+  ],
+  items: [{ item_id: 'note', title: 'Write NOTE.md', criterion_ids: ['noted'] }],
+};
+
+describe.each<Provider>(['openai', 'anthropic'])('managed work over the %s route', (provider) => {
+  it('authors a contract the runtime validates, gates an early stop, refuses the model a success, and completes only once verified', async () => {
+    answers.push(
+      `Here is the contract:\n\`\`\`json\n${JSON.stringify(authored)}\n\`\`\``,
+      'All done!',
+      calls(
+        { id: 'm1', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'running' } },
+        { id: 'm2', name: 'write_file', input: { path: 'NOTE.md', content: 'hello world\n' } },
+      ),
+      calls(
+        { id: 'm3', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'succeeded' } },
+        {
+          id: 'm4',
+          name: 'work',
+          input: { operation: 'attach_evidence', item_id: 'note', tool_use_id: 'm2' },
+        },
+        {
+          id: 'm5',
+          name: 'work',
+          input: { operation: 'transition', item_id: 'note', to: 'ready_for_verification' },
+        },
+      ),
+      'NOTE.md is written.',
+    );
+    const { result, events } = await agent(provider, {
+      prompt: 'Write the release note',
+      start: { work_mode: 'managed', workspace },
+    });
+
+    expect(result.status).toBe('completed');
+    expect(result.reason).toBe('the contract completed: every required item and criterion verified');
+    expect(result.turns).toBe(4);
+    expect(result.work.terminal?.status).toBe('completed');
+    const contract = result.work.projection!.contracts[0]!;
+    expect(contract.status).toBe('completed');
+    expect(contract.items[0]).toMatchObject({ item_id: 'note', status: 'succeeded' });
+
+    // The authoring dispatch: no tools, the person's task, a JSON Schema to answer with.
+    expect(scripted.calls[0]!.body.tools).toBeUndefined();
+    expect(sent(scripted.calls[0]!)).toContain('Write the release note');
+    // Turn 1 carries the control block after the conversation; the early stop is refused.
+    expect(sent(scripted.calls[1]!)).toContain('<work_contract revision=\\"1\\">');
+    const gateSaid = sent(scripted.calls[2]!);
+    expect(gateSaid).toContain('Baton: you cannot stop yet');
+    expect(gateSaid).toContain('required item \\"note\\" is ready');
+    expect(events).toContainEqual(expect.objectContaining({ type: 'gate', decision: 'block' }));
+
+    const outputs = new Map(
+      (await entries())
+        .filter((entry) => entry.type === 'tool_result')
+        .map((entry) => entry.content as { tool_use_id: string; output: string; is_error: boolean })
+        .map((content) => [content.tool_use_id, content]),
+    );
+    expect(outputs.get('m3')!.is_error).toBe(true);
+    expect(outputs.get('m3')!.output).toMatch(/^refused \(conflict, /);
+    expect(outputs.get('m4')!.is_error).toBe(false);
+    expect(outputs.get('m5')!.is_error).toBe(false);
+    const receipts = (await entries())
+      .filter((entry) => entry.type === 'receipt')
+      .map((entry) => entry.content as { purpose: string; details: Record<string, unknown> });
+    expect(receipts[0]).toMatchObject({
+      purpose: 'plan',
+      details: { status: 'created', contract_id: contract.contract_id },
+    });
+  });
+});
+
+describe('how a managed run ends', () => {
+  it('fails closed on an invalid authored contract: no tool runs, the refusal is recorded', async () => {
+    answers.push(
+      JSON.stringify({
+        ...authored,
+        items: [
+          { item_id: 'a', title: 'A', dependencies: ['b'], criterion_ids: ['noted'] },
+          { item_id: 'b', title: 'B', dependencies: ['a'], criterion_ids: ['noted'] },
+        ],
+      }),
+    );
+    const { result } = await agent('anthropic', { prompt: 'go', start: { work_mode: 'managed', workspace } });
+    expect(result.status).toBe('failed');
+    expect(result.reason).toMatch(/^managed work needs a valid contract; the contract was refused \(/);
+    expect(result.work.projection).toBeNull();
+    const types = (await entries()).map((entry) => entry.type);
+    expect(types).not.toContain('tool_call');
+    expect(types.at(-1)).toBe('terminal');
+    expect(scripted.calls).toHaveLength(1);
+  });
+
+  it('fails closed when the model answers no JSON at all', async () => {
+    answers.push('I would rather just start.');
+    const { result } = await agent('openai', { prompt: 'go', start: { work_mode: 'managed', workspace } });
+    expect(result.status).toBe('failed');
+    expect(result.reason).toBe(
+      'managed work needs a valid contract; the model did not answer with a JSON object',
+    );
+  });
+
+  it('stops for a person when the contract needs confirmation, then the same session continues to completion', async () => {
+    answers.push(
+      JSON.stringify({
+        ...authored,
+        assumptions: [
+          { assumption_id: 'tone', text: 'The note may be informal', requires_confirmation: true },
+        ],
+      }),
+    );
+    const first = await agent('openai', { prompt: 'go', start: { work_mode: 'managed', workspace } });
+    expect(first.result.status).toBe('needs_input');
+    expect(first.result.work.terminal).toBeNull();
+    expect(scripted.calls).toHaveLength(1);
+
+    await work.confirmWork(
+      deps,
+      'acme',
+      { session_id: 's', revision: 1, resolutions: [{ assumption_id: 'tone', resolution: 'yes' }] },
+      { type: 'human', id: 'ann' },
+    );
+    answers.push(
+      calls(
+        { id: 'r1', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'running' } },
+        { id: 'r2', name: 'write_file', input: { path: 'NOTE.md', content: 'hello\n' } },
+        {
+          id: 'r3',
+          name: 'work',
+          input: { operation: 'transition', item_id: 'note', to: 'ready_for_verification' },
+        },
+      ),
+      'Done.',
+    );
+    const second = await agent('openai', {});
+    expect(second.result.status).toBe('completed');
+    expect(second.result.turns).toBe(2);
+    // The resumed run's conversation is the ledger's: the task given to the first run is in it.
+    expect(sent(scripted.calls[1]!)).toContain('"content":"go"');
+  });
+
+  it('ends max_turns when the turns run out, and a bound session prepares a Handoff for whoever continues', async () => {
+    for (let turn = 0; turn < 3; turn += 1)
+      answers.push(calls({ id: `l${turn}`, name: 'list_files', input: {} }));
+    answers.unshift(JSON.stringify(authored));
+    const { result } = await agent(
+      'openai',
+      { prompt: 'go', start: { work_mode: 'managed', workspace, scope_id: 'release' } },
+      { max_turns: 2 },
+    );
+    expect(result.status).toBe('max_turns');
+    expect(result.turns).toBe(2);
+    expect(result.work.terminal).toMatchObject({ status: 'max_turns' });
+    expect(result.work.terminal?.handoff).toMatchObject({ scope_id: 'release', base_revision: 0 });
+    expect(scripted.calls).toHaveLength(3);
+  });
+
+  it('ends failed when the model cannot be reached, saying why', async () => {
+    answers.push({ status: 503, body: 'overloaded' });
+    const { result } = await agent('openai', { prompt: 'go' });
+    expect(result.status).toBe('failed');
+    expect(result.reason).toMatch(
+      /^the model gave no answer: http:\/\/127\.0\.0\.1:\d+ answered 503: overloaded$/,
+    );
+    expect(result.work.terminal?.status).toBe('failed');
+  });
+
+  it('refuses to run an ended session', async () => {
+    answers.push('Done.');
+    await agent('openai', { prompt: 'go' });
+    await expect(agent('openai', { prompt: 'again' })).rejects.toMatchObject({
+      code: 'conflict',
+      data: { rule: 'session_ended' },
+    });
+  });
+});
+
+describe('baton agent run', () => {
+  it('runs the configured model in this folder, telling each turn on stderr; exit 0 when completed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-agent-db-'));
+    const database = join(dir, 'baton.db');
+    writeFileSync(
+      join(workspace, 'baton.toml'),
+      `[agent]\nprovider = "openai"\nmodel = "agent-1"\nbase_url = "${scripted.url}/v1"\napi_key_env = "AGENT_KEY"\n`,
+    );
+    answers.push(
+      calls({ id: 'c1', name: 'write_file', input: { path: 'OUT.md', content: 'out\n' } }),
+      'Wrote OUT.md.',
+    );
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = {
+      out: (text: string) => out.push(text),
+      err: (text: string) => err.push(text),
+      env: { AGENT_KEY: 'sk-cli', BATON_DATABASE_URL: database },
+      cwd: workspace,
+    };
+    expect(await run(['project', 'create', 'default'], io)).toBe(0);
+    out.length = 0;
+    const code = await run(['agent', 'run', 'write', 'OUT.md', '--session', 'cli-1'], io);
+    expect(err.join('')).toContain(
+      'turn 1/30\n  ✓ write_file OUT.md (c1)\nturn 2/30\n  model: Wrote OUT.md.\n',
+    );
+    expect(code).toBe(0);
+    expect(out.join('')).toContain('session cli-1: completed after 2 turns');
+    expect(readFileSync(join(workspace, 'OUT.md'), 'utf8')).toBe('out\n');
+    expect(scripted.calls[0]!.headers.authorization).toBe('Bearer sk-cli');
+    expect(sent(scripted.calls[0]!)).toContain('write OUT.md');
+
+    err.length = 0;
+    writeFileSync(join(workspace, 'baton.toml'), '');
+    expect(await run(['agent', 'run', 'again'], io)).toBe(1);
+    expect(err.join('')).toContain('has no [agent]: name the model to run');
+    err.length = 0;
+    expect(await run(['agent', 'run'], io)).toBe(2);
+    expect(err.join('')).toContain('say what to do');
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
