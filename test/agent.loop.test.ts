@@ -33,6 +33,8 @@ let store: SqliteStore;
 let deps: AppDeps;
 let scripted: ScriptedModel;
 let answers: ScriptedAnswer[];
+/** When set, answers every call instead of the queue. */
+let router: ((call: ModelCall) => ScriptedAnswer | Promise<ScriptedAnswer>) | null;
 
 beforeEach(async () => {
   workspace = mkdtempSync(join(tmpdir(), 'baton-agent-'));
@@ -42,7 +44,10 @@ beforeEach(async () => {
   await store.createProject('acme');
   deps = { store, clock: systemClock };
   answers = [];
-  scripted = await startScriptedModel(() => answers.shift() ?? { status: 500, body: 'script ran out' });
+  router = null;
+  scripted = await startScriptedModel(
+    (call) => router?.(call) ?? answers.shift() ?? { status: 500, body: 'script ran out' },
+  );
 });
 
 afterEach(async () => {
@@ -390,6 +395,106 @@ describe('how a managed run ends', () => {
       code: 'conflict',
       data: { rule: 'session_ended' },
     });
+  });
+});
+
+describe('workers', () => {
+  const twoNotes = {
+    objective: 'Write two notes',
+    criteria: [
+      {
+        criterion_id: 'a-done',
+        statement: 'A.md says alpha',
+        kind: { type: 'file_contains', path: 'A.md', pattern: 'alpha' },
+      },
+      {
+        criterion_id: 'b-done',
+        statement: 'B.md says beta',
+        kind: { type: 'file_contains', path: 'B.md', pattern: 'beta' },
+      },
+    ],
+    items: [
+      { item_id: 'a', title: 'Write A.md', criterion_ids: ['a-done'], path_claims: ['A.md'] },
+      { item_id: 'b', title: 'Write B.md', criterion_ids: ['b-done'], path_claims: ['B.md'], readonly: true },
+    ],
+  };
+
+  it('hands two items to child sessions that run at the same time, narrowed, and verifies what they did', async () => {
+    const parent: ScriptedAnswer[] = [
+      JSON.stringify(twoNotes),
+      calls(
+        { id: 't1', name: 'task', input: { item_id: 'a' } },
+        { id: 't2', name: 'task', input: { item_id: 'b', instructions: 'Say beta.' } },
+      ),
+      calls({ id: 't3', name: 'write_file', input: { path: 'B.md', content: 'beta\n' } }),
+      'Both notes are written.',
+    ];
+    // Each worker's first call is held until the other's has arrived: only workers that run at
+    // the same time get past it (one at a time, the first would time out).
+    let arrived = 0;
+    let release!: () => void;
+    const both = new Promise<void>((resolve) => (release = resolve));
+    router = async (call) => {
+      const text = sent(call);
+      const worker = /Work only item \\"(\w)\\"/.exec(text)?.[1];
+      if (worker === undefined) return parent.shift() ?? { status: 500, body: 'script ran out' };
+      if (text.includes('wrote ') || text.includes('denied')) return `Item ${worker}: done.`;
+      arrived += 1;
+      if (arrived === 2) release();
+      await both;
+      const [file, word] = worker === 'a' ? ['A.md', 'alpha'] : ['B.md', 'beta'];
+      return calls({ id: 'w1', name: 'write_file', input: { path: file, content: `${word}\n` } });
+    };
+    const { result, events } = await agent('anthropic', {
+      prompt: 'Write two notes',
+      start: { work_mode: 'managed', workspace },
+    });
+
+    const children = scripted.calls.filter((call) => sent(call).includes('Work only item'));
+    const offered = (call: ModelCall) => (call.body.tools as { name: string }[]).map((tool) => tool.name);
+    expect(offered(scripted.calls[1]!)).toEqual([
+      'list_files',
+      'read_file',
+      'write_file',
+      'shell',
+      'work',
+      'task',
+    ]);
+    // A worker cannot start workers or change the contract; a readonly item's worker cannot write.
+    const first = (item: string) => children.find((call) => sent(call).includes(`item \\"${item}\\"`))!;
+    expect(offered(first('a'))).toEqual(['list_files', 'read_file', 'write_file', 'shell']);
+    expect(offered(first('b'))).toEqual(['list_files', 'read_file', 'shell']);
+
+    expect(readFileSync(join(workspace, 'A.md'), 'utf8')).toBe('alpha\n');
+    const a = await work.readSessionHeader(deps, 'acme', 's.a.1');
+    expect(a).toMatchObject({ parent_session_id: 's', work_item_id: 'a', capabilities: { write: true } });
+    const b = await work.readSessionHeader(deps, 'acme', 's.b.1');
+    expect(b).toMatchObject({ parent_session_id: 's', work_item_id: 'b', capabilities: { write: false } });
+    const childResults = (await entries('s.b.1')).filter((entry) => entry.type === 'tool_result');
+    expect(childResults.map((entry) => (entry.content as { output: string }).output)).toEqual([
+      'denied (read_only): this session is read-only: it may not change files',
+    ]);
+
+    // Worker b could not write and said it was done anyway: its end put b up for verification,
+    // and what verified b is the file the parent then wrote, not the worker's word.
+    const outputs = new Map(
+      (await entries())
+        .filter((entry) => entry.type === 'tool_result')
+        .map((entry) => entry.content as { tool_use_id: string; output: string; is_error: boolean })
+        .map((content) => [content.tool_use_id, content.output]),
+    );
+    expect(outputs.get('t1')).toMatch(/^child session s\.a\.1 ended completed after 2 turns: /);
+    expect(outputs.get('t1')).toContain('item "a" is now ready_for_verification');
+    expect(outputs.get('t2')).toMatch(/^child session s\.b\.1 ended completed after 2 turns: /);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'child', session_id: 's.a.1' }));
+
+    expect(result.status).toBe('completed');
+    const contract = result.work.projection!.contracts[0]!;
+    expect(contract.status).toBe('completed');
+    for (const item of contract.items) {
+      expect(item.status).toBe('succeeded');
+      expect(item.evidence).toContainEqual(expect.objectContaining({ type: 'child_session' }));
+    }
   });
 });
 

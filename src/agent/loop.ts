@@ -23,9 +23,11 @@ import {
   endSession,
   readSessionHeader,
   readWork,
+  reassignItem,
   reconcileWork,
   sessionStream,
   startSession,
+  transitionItem,
   type StartSessionInput,
   type WorkSnapshot,
 } from '../app/work.ts';
@@ -39,7 +41,12 @@ import type { AgentConfig } from '../core/work/config.ts';
 import { personReasons } from '../core/work/gate.ts';
 import type { Actor } from '../core/work/model.ts';
 import { activeContract } from '../core/work/projector.ts';
-import type { SessionEntryType, SessionHeader, TerminalStatus } from '../core/work/session.ts';
+import {
+  sessionCapabilitiesSchema,
+  type SessionEntryType,
+  type SessionHeader,
+  type TerminalStatus,
+} from '../core/work/session.ts';
 import {
   conversationKinds,
   conversationOf,
@@ -72,7 +79,9 @@ export type AgentEvent =
       readonly summary: string;
     }
   | { readonly type: 'verify'; readonly progress: CriterionProgress }
-  | { readonly type: 'gate'; readonly decision: 'allow' | 'block'; readonly reasons: readonly string[] };
+  | { readonly type: 'gate'; readonly decision: 'allow' | 'block'; readonly reasons: readonly string[] }
+  /** Something a child session (a worker the model handed an item to) did. */
+  | { readonly type: 'child'; readonly session_id: string; readonly event: AgentEvent };
 
 export interface AgentRunOptions {
   readonly route: ChatRoute;
@@ -280,6 +289,7 @@ class Run {
               actor: this.actor,
               shell_timeout_ms: this.options.config.shell_timeout_ms,
               signal: this.signal ?? new AbortController().signal,
+              delegate: (item_id, instructions) => this.delegate(item_id, instructions),
             },
             input.data as never,
           )
@@ -316,6 +326,94 @@ class Run {
       is_error: outcome.is_error,
       summary: callSummary(call),
     });
+  }
+
+  /**
+   * The task tool: the item goes to running (claims and max_parallel are checked there, so
+   * overlapping items serialize), is assigned to a worker in a new child session, and the child
+   * runs to its end with the same model; its end reconciles the item (endSession observes the
+   * parent): completed puts it up for verification, any other end fails it.
+   */
+  async delegate(item_id: string, instructions: string): Promise<ToolOutcome> {
+    const { deps, project_id } = this;
+    const session_id = this.header.session_id;
+    const contract = activeContract((await this.work()).projection);
+    const item = contract?.items.find((candidate) => candidate.item_id === item_id);
+    const definition = contract?.contract.items.find((candidate) => candidate.item_id === item_id);
+    if (!contract || !item || !definition) {
+      return { output: `the live contract has no item ${JSON.stringify(item_id)}`, is_error: true };
+    }
+    // One child per attempt: a retried item's next worker is a new session.
+    const named = `${session_id}.${item_id}.${item.attempt}`;
+    const child = named.length <= 200 ? named : `child-${this.newId()}`;
+    const which = { session_id, contract_id: contract.contract_id };
+    try {
+      await transitionItem(
+        deps,
+        project_id,
+        { ...which, revision: contract.revision, item_id, to: 'running', reason: `delegated to ${child}` },
+        this.actor,
+      );
+      await reassignItem(
+        deps,
+        project_id,
+        { ...which, item_id, owner: { type: 'worker' }, child_session_id: child },
+        this.actor,
+      );
+    } catch (error) {
+      if (!isBatonError(error)) throw error;
+      const rule = (error.data as { rule?: unknown } | undefined)?.rule;
+      return {
+        output: `refused (${error.code}${typeof rule === 'string' ? `, ${rule}` : ''}): ${error.message}`,
+        is_error: true,
+      };
+    }
+    const prompt = [
+      `You are a worker for session ${session_id}. Work only item ${JSON.stringify(item_id)} of its contract: ${definition.title}`,
+      definition.instructions,
+      instructions,
+      'When the item is done, answer with a short summary of what you did and call no tool.',
+    ]
+      .filter((part) => part.trim() !== '')
+      .join('\n\n');
+    let ended: AgentRunResult;
+    try {
+      ended = await runAgent(
+        deps,
+        project_id,
+        {
+          session_id: child,
+          prompt,
+          start: {
+            parent_session_id: session_id,
+            contract_id: contract.contract_id,
+            work_item_id: item_id,
+            work_mode: 'direct',
+            // A readonly item's worker may not write; otherwise it holds what the parent holds.
+            ...(definition.readonly
+              ? { capabilities: sessionCapabilitiesSchema.parse({ write: false }) }
+              : {}),
+          },
+        },
+        { ...this.options, onEvent: (event) => this.emit({ type: 'child', session_id: child, event }) },
+      );
+    } catch (error) {
+      if (!isBatonError(error)) throw error;
+      return { output: `the worker could not start (${error.code}): ${error.message}`, is_error: true };
+    }
+    const now = activeContract((await this.work()).projection)?.items.find(
+      (candidate) => candidate.item_id === item_id,
+    );
+    return {
+      output: [
+        `child session ${child} ended ${ended.status} after ${ended.turns} turns: ${ended.reason}`,
+        ended.final_text === '' ? null : `its last words: ${ended.final_text}`,
+        `item ${JSON.stringify(item_id)} is now ${now?.status ?? 'unknown'}`,
+      ]
+        .filter((line) => line !== null)
+        .join('\n'),
+      is_error: ended.status !== 'completed',
+    };
   }
 
   /**
@@ -434,9 +532,13 @@ class Run {
         ),
       );
       if (calls.length > 0) {
-        for (const call of calls) {
-          if (this.signal?.aborted) break;
-          await this.call(call);
+        // In order, except that consecutive task calls run at the same time: workers on
+        // disjoint items work in parallel.
+        for (let index = 0; index < calls.length && !this.signal?.aborted;) {
+          let end = index + 1;
+          while (calls[index]!.name === 'task' && calls[end]?.name === 'task') end += 1;
+          await Promise.all(calls.slice(index, end).map((call) => this.call(call)));
+          index = end;
         }
         continue;
       }

@@ -6,14 +6,24 @@
  */
 import type { SessionHeader } from '../core/work/session.ts';
 
-/** What a tool does to the world: read the workspace, write it, run a command, or change work state. */
-export type ToolEffect = 'read' | 'write' | 'execute' | 'work';
+/**
+ * What a tool does to the world: read the workspace, write it, run a command, change work
+ * state, or start a child session (a worker) on an item.
+ */
+export type ToolEffect = 'read' | 'write' | 'execute' | 'work' | 'delegate';
 
 export type PermissionDecision =
   | { readonly allowed: true }
   | {
       readonly allowed: false;
-      readonly code: 'unknown_tool' | 'tool_not_granted' | 'read_only' | 'no_workspace' | 'not_managed';
+      readonly code:
+        | 'unknown_tool'
+        | 'tool_not_granted'
+        | 'read_only'
+        | 'no_workspace'
+        | 'not_managed'
+        | 'nested_child'
+        | 'owner_not_granted';
       readonly reason: string;
     };
 
@@ -24,7 +34,9 @@ export type PermissionDecision =
  *   too: internal state changes are effects and pass the same boundary);
  * - writing needs `capabilities.write`;
  * - reading, writing and running commands need a workspace;
- * - the work tool exists only in managed mode.
+ * - the work tool exists only in managed mode;
+ * - delegating (task) needs managed mode, a session that is not itself a child (a child cannot
+ *   spawn another), and `worker` among the owners the session's contracts may use.
  */
 export function decideToolCall(
   tool: { readonly name: string; readonly effect: ToolEffect } | undefined,
@@ -41,6 +53,28 @@ export function decideToolCall(
       code: 'tool_not_granted',
       reason: `this session may use only ${granted.join(', ')}; ${tool.name} is not granted`,
     };
+  }
+  if (tool.effect === 'delegate') {
+    if (header.work_mode === 'direct') {
+      return { allowed: false, code: 'not_managed', reason: 'this session has no managed work to delegate' };
+    }
+    if (header.parent_session_id !== null) {
+      return {
+        allowed: false,
+        code: 'nested_child',
+        reason: `this session is a child of ${header.parent_session_id}; a child cannot start children`,
+      };
+    }
+    if (!header.capabilities.owners.includes('worker')) {
+      return {
+        allowed: false,
+        code: 'owner_not_granted',
+        reason: 'this session may not hand items to workers',
+      };
+    }
+    return header.workspace === null
+      ? { allowed: false, code: 'no_workspace', reason: 'this session has no workspace to work in' }
+      : { allowed: true };
   }
   if (tool.effect === 'work') {
     return header.work_mode === 'direct'

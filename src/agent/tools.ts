@@ -18,7 +18,7 @@ import { evidenceRefSchema, workIdSchema, workItemStatuses, type Actor } from '.
 import { activeContract } from '../core/work/projector.ts';
 import type { SessionHeader } from '../core/work/session.ts';
 import type { ChatTool } from './models.ts';
-import type { ToolEffect } from './permissions.ts';
+import { decideToolCall, type ToolEffect } from './permissions.ts';
 import { runSandboxed } from './sandbox.ts';
 
 export interface ToolContext {
@@ -29,6 +29,8 @@ export interface ToolContext {
   readonly actor: Actor;
   readonly shell_timeout_ms: number;
   readonly signal: AbortSignal;
+  /** Runs a child session on an item and answers how it ended (the loop provides it). */
+  readonly delegate: (item_id: string, instructions: string) => Promise<ToolOutcome>;
 }
 
 export interface ToolOutcome {
@@ -297,20 +299,27 @@ const work: AgentTool = {
   },
 };
 
+const task: AgentTool = {
+  name: 'task',
+  effect: 'delegate',
+  description:
+    'Hand a ready item of the contract to a worker: a child session that works only that item, with no more permissions than yours (read-only for a readonly item), and cannot start children of its own. Several task calls in one turn run at the same time. Answers how the child ended; a completed child puts the item up for verification, any other end fails it.',
+  input: z.strictObject({
+    item_id: workIdSchema,
+    instructions: z.string().max(8000).default('').describe('what the worker should know beyond the item'),
+  }),
+  run: (context, input: { item_id: string; instructions: string }) =>
+    context.delegate(input.item_id, input.instructions),
+};
+
 /** Every tool the loop knows, by name. */
 export const agentTools: ReadonlyMap<string, AgentTool> = new Map(
-  [listFiles, readFile, writeFile, shell, work].map((tool) => [tool.name, tool]),
+  [listFiles, readFile, writeFile, shell, work, task].map((tool) => [tool.name, tool]),
 );
 
-/** The tools a session is offered: those its permissions could allow (a denied call is still refused). */
+/** The tools a session is offered: those the permission engine would allow it (a call is decided again). */
 export function offeredTools(header: SessionHeader): AgentTool[] {
-  const granted = header.capabilities.tools;
-  return [...agentTools.values()].filter(
-    (tool) =>
-      (granted.length === 0 || granted.includes(tool.name)) &&
-      (tool.effect !== 'work' || header.work_mode !== 'direct') &&
-      (tool.effect !== 'write' || header.capabilities.write),
-  );
+  return [...agentTools.values()].filter((tool) => decideToolCall(tool, tool.name, header).allowed);
 }
 
 /** A tool as the model is shown it. */

@@ -84,13 +84,14 @@ function answerBody(path: string, text: string, calls: readonly ScriptedToolCall
 }
 
 export async function startScriptedModel(
-  script: (call: ModelCall) => ScriptedAnswer,
+  /** May answer later (a promise): a test can hold one call until another has arrived. */
+  script: (call: ModelCall) => ScriptedAnswer | Promise<ScriptedAnswer>,
 ): Promise<ScriptedModel> {
   const calls: ModelCall[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
+    const respond = async () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
       const call: ModelCall = {
         path: request.url ?? '',
@@ -100,7 +101,7 @@ export async function startScriptedModel(
       };
       calls.push(call);
       const known = call.path === '/v1/chat/completions' || call.path === '/v1/messages';
-      const answer: ScriptedAnswer = known ? script(call) : { status: 404, body: 'no such route' };
+      const answer: ScriptedAnswer = known ? await script(call) : { status: 404, body: 'no such route' };
       const send = () => {
         if (response.destroyed) return;
         if (typeof answer === 'string' || !('status' in answer)) {
@@ -120,7 +121,8 @@ export async function startScriptedModel(
       const delay = typeof answer === 'string' || !('delay_ms' in answer) ? 0 : (answer.delay_ms ?? 0);
       if (delay > 0) setTimeout(send, delay);
       else send();
-    });
+    };
+    request.on('end', () => void respond());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

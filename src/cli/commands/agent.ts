@@ -35,6 +35,8 @@ function progressLine(event: AgentEvent): string {
       return event.decision === 'allow'
         ? '  gate: stopping allowed'
         : `  gate: blocked: ${event.reasons.join('; ')}`;
+    case 'child':
+      return `  [${event.session_id}] ${progressLine(event.event).trim()}`;
   }
 }
 
@@ -78,7 +80,8 @@ ${configHelp}
 ${databaseHelp}
 
   Tools: list_files, read_file, write_file (in the workspace), shell (read-only sandbox,
-  no network) and, in managed mode, work. Each turn and tool call is told on stderr.
+  no network) and, in managed mode, work and task (a worker: a child session on one
+  item). Each turn and tool call is told on stderr.
   Exit 0 when the session ended completed; 1 otherwise (failed, max_turns, aborted, or
   needs_input: a person answers the contract, then the same session continues).`,
   examples: [
