@@ -89,6 +89,7 @@ async function agent(
       config: config(provider, extra),
       env,
       onEvent: (event) => events.push(event),
+      retry_delay_ms: 5,
     },
   );
   return { result, events };
@@ -126,15 +127,18 @@ describe.each<Provider>(['openai', 'anthropic'])('direct work over the %s route'
     expect((await entries()).map((entry) => entry.type)).toEqual([
       'session_header',
       'user_message',
+      'receipt',
       'assistant_message',
       'tool_call',
       'tool_call',
       'tool_result',
       'tool_result',
+      'receipt',
       'assistant_message',
       'tool_call',
       'tool_result',
       'checkpoint',
+      'receipt',
       'assistant_message',
       'terminal',
     ]);
@@ -286,10 +290,20 @@ describe.each<Provider>(['openai', 'anthropic'])('managed work over the %s route
     const receipts = (await entries())
       .filter((entry) => entry.type === 'receipt')
       .map((entry) => entry.content as { purpose: string; details: Record<string, unknown> });
-    expect(receipts[0]).toMatchObject({
-      purpose: 'plan',
+    expect(receipts.find((receipt) => receipt.purpose === 'plan')).toMatchObject({
       details: { status: 'created', contract_id: contract.contract_id },
     });
+    // Each model request (the authoring one too) is recorded with what it cost.
+    const spent = receipts.filter((receipt) => receipt.purpose === 'model_turn');
+    expect(spent.map((receipt) => receipt.details.for)).toEqual(['plan', 'turn', 'turn', 'turn', 'turn']);
+    expect(spent[0]!.details).toMatchObject({
+      provider,
+      model: 'agent-1',
+      attempts: 1,
+      input_tokens: 120,
+      output_tokens: 30,
+    });
+    expect(result.usage).toEqual({ requests: 5, input_tokens: 600, output_tokens: 150 });
   });
 });
 
@@ -378,14 +392,40 @@ describe('how a managed run ends', () => {
     expect(scripted.calls).toHaveLength(3);
   });
 
-  it('ends failed when the model cannot be reached, saying why', async () => {
-    answers.push({ status: 503, body: 'overloaded' });
-    const { result } = await agent('openai', { prompt: 'go' });
+  it('asks again when the server is overloaded or fails, and ends failed, saying why, when it keeps failing', async () => {
+    answers.push({ status: 503, body: 'overloaded' }, { status: 429, body: 'slow down' }, 'Done.');
+    const recovered = await agent('openai', { prompt: 'go' });
+    expect(recovered.result.status).toBe('completed');
+    expect(recovered.events.filter((event) => event.type === 'retry')).toEqual([
+      expect.objectContaining({ attempt: 1, delay_ms: 5 }),
+      expect.objectContaining({ attempt: 2, delay_ms: 20 }),
+    ]);
+    const spent = (await entries())
+      .filter((entry) => entry.type === 'receipt')
+      .map((entry) => entry.content as { details: Record<string, unknown> });
+    expect(spent[0]!.details).toMatchObject({ attempts: 3 });
+
+    answers.push(
+      { status: 503, body: 'overloaded' },
+      { status: 502, body: 'bad gateway' },
+      { status: 500, body: 'still broken' },
+    );
+    const { result } = await agent('openai', { session_id: 's2', prompt: 'go' });
     expect(result.status).toBe('failed');
     expect(result.reason).toMatch(
-      /^the model gave no answer: http:\/\/127\.0\.0\.1:\d+ answered 503: overloaded$/,
+      /^the model gave no answer: http:\/\/127\.0\.0\.1:\d+ answered 500: still broken$/,
     );
     expect(result.work.terminal?.status).toBe('failed');
+    expect(scripted.calls).toHaveLength(6);
+  });
+
+  it('does not ask again when the server refuses the request', async () => {
+    answers.push({ status: 400, body: 'unknown model' }, 'never sent');
+    const { result, events } = await agent('anthropic', { prompt: 'go' });
+    expect(result.status).toBe('failed');
+    expect(result.reason).toMatch(/answered 400: unknown model$/);
+    expect(events.some((event) => event.type === 'retry')).toBe(false);
+    expect(scripted.calls).toHaveLength(1);
   });
 
   it('refuses to run an ended session', async () => {

@@ -12,7 +12,12 @@ import {
   type ChatTool,
 } from '../src/agent/models.ts';
 import type { ModelProvider } from '../src/core/work/config.ts';
-import { startScriptedModel, type ScriptedAnswer, type ScriptedModel } from './helpers/scripted-model.ts';
+import {
+  scriptedUsage,
+  startScriptedModel,
+  type ScriptedAnswer,
+  type ScriptedModel,
+} from './helpers/scripted-model.ts';
 
 const key = 'sk-chat-key-456';
 
@@ -212,6 +217,7 @@ describe.each(cases)('the $provider chat route', (c) => {
         { id: 'toolu_2', name: 'list_dir', input: { path: 'src', depth: 2 } },
       ],
       stop: 'tool_use',
+      usage: scriptedUsage,
     });
   });
 
@@ -221,6 +227,7 @@ describe.each(cases)('the $provider chat route', (c) => {
       text: 'The cookie path is /app.',
       tool_calls: [],
       stop: 'end',
+      usage: scriptedUsage,
     });
   });
 
@@ -248,6 +255,7 @@ describe.each(cases)('the $provider chat route', (c) => {
       text: '',
       tool_calls: [{ id: 'call_1', name: 'read_file', input: {} }],
       stop: 'tool_use',
+      usage: null,
     });
   });
 
@@ -321,6 +329,7 @@ describe('the openai chat route', () => {
       text: '',
       tool_calls: [{ id: 'c1', name: 'read_file', input: null }],
       stop: 'tool_use',
+      usage: null,
     });
   });
 
@@ -383,6 +392,11 @@ describe('the anthropic chat route', () => {
       status: 200,
       body: JSON.stringify({ content: [{ type: 'text', text: 'cut' }], stop_reason: 'max_tokens' }),
     });
-    expect(await route().chat(request())).toEqual({ text: 'cut', tool_calls: [], stop: 'max_tokens' });
+    expect(await route().chat(request())).toEqual({
+      text: 'cut',
+      tool_calls: [],
+      stop: 'max_tokens',
+      usage: null,
+    });
   });
 });

@@ -13,6 +13,7 @@
  * `max_turns`, which ends the session `max_turns` (a bound session then prepares a Handoff). A
  * model that cannot be reached ends it `failed`; a cancelled run ends it `aborted`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { AppDeps } from '../app/deps.ts';
 import { stopGate, type StopGateResult } from '../app/gate.ts';
@@ -53,7 +54,13 @@ import {
   readAuthoredContract,
   type ConversationEntry,
 } from './conversation.ts';
-import { ModelError, type ChatRoute, type ChatToolCall } from './models.ts';
+import {
+  ModelError,
+  type ChatAnswer,
+  type ChatRequest,
+  type ChatRoute,
+  type ChatToolCall,
+} from './models.ts';
 import { decideToolCall } from './permissions.ts';
 import { agentTools, chatTool, offeredTools, type ToolOutcome } from './tools.ts';
 
@@ -70,6 +77,7 @@ export type AgentEvent =
   | { readonly type: 'authoring' }
   | { readonly type: 'contract'; readonly contract_id: string; readonly status: string }
   | { readonly type: 'turn'; readonly turn: number; readonly max_turns: number }
+  | { readonly type: 'retry'; readonly attempt: number; readonly delay_ms: number; readonly reason: string }
   | { readonly type: 'text'; readonly text: string }
   | {
       readonly type: 'tool';
@@ -91,7 +99,12 @@ export interface AgentRunOptions {
   readonly onEvent?: (event: AgentEvent) => void;
   /** Values never stored or sent (default: process.env's, as the verifier scrubs). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The wait before the first retry of a model request; each next one waits four times longer. Default 1000 ms. */
+  readonly retry_delay_ms?: number;
 }
+
+/** Model requests asked again when the server could not be reached, was overloaded or failed. */
+export const modelRetries = 2;
 
 export type AgentRunStatus = TerminalStatus | 'needs_input';
 
@@ -104,6 +117,12 @@ export interface AgentRunResult {
   readonly turns: number;
   /** The model's last words. */
   readonly final_text: string;
+  /** This run's model requests (its workers' not included) and the tokens they used, as servers said. */
+  readonly usage: {
+    readonly requests: number;
+    readonly input_tokens: number;
+    readonly output_tokens: number;
+  };
   readonly work: WorkSnapshot;
 }
 
@@ -157,6 +176,7 @@ class Run {
   readonly newId: () => string;
   turns = 0;
   final_text = '';
+  usage = { requests: 0, input_tokens: 0, output_tokens: 0 };
   /** Every tool call id of the session so far (filled when the loop starts). */
   callIds = new Set<string>();
 
@@ -217,8 +237,58 @@ class Run {
       reason,
       turns: this.turns,
       final_text: this.final_text,
+      usage: { ...this.usage },
       work,
     };
+  }
+
+  /**
+   * One model request, asked again (twice at most, after 1 s then 4 s by default) when the
+   * server could not be reached, was overloaded or failed; the answer with a `receipt` (purpose
+   * `model_turn`) saying what it cost, to append with the turn.
+   */
+  async dispatch(
+    request: Omit<ChatRequest, 'max_tokens' | 'timeout_ms' | 'signal'>,
+    purpose: string,
+  ): Promise<{ answer: ChatAnswer; receipt: ReturnType<typeof sessionEntry> }> {
+    const { config, route } = this.options;
+    const started = performance.now();
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const answer = await route.chat({
+          ...request,
+          max_tokens: config.max_tokens,
+          timeout_ms: config.timeout_ms,
+          ...(this.signal ? { signal: this.signal } : {}),
+        });
+        this.usage.requests += 1;
+        this.usage.input_tokens += answer.usage?.input_tokens ?? 0;
+        this.usage.output_tokens += answer.usage?.output_tokens ?? 0;
+        const receipt = sessionEntry('receipt', {
+          schema: 'baton.receipt/v1',
+          receipt_id: `model-${this.newId()}`,
+          purpose: 'model_turn',
+          details: {
+            for: purpose,
+            provider: route.provider,
+            model: route.model,
+            attempts: attempt,
+            duration_ms: Math.round(performance.now() - started),
+            stop: answer.stop,
+            input_tokens: answer.usage?.input_tokens ?? null,
+            output_tokens: answer.usage?.output_tokens ?? null,
+          },
+        });
+        return { answer, receipt };
+      } catch (error) {
+        if (!(error instanceof ModelError) || !error.retryable || attempt > modelRetries) throw error;
+        const delay_ms = (this.options.retry_delay_ms ?? 1000) * 4 ** (attempt - 1);
+        this.emit({ type: 'retry', attempt, delay_ms, reason: error.message });
+        await sleep(delay_ms, undefined, this.signal ? { signal: this.signal } : {}).catch(() => {
+          throw new ModelError('cancelled', 'the caller cancelled the request');
+        });
+      }
+    }
   }
 
   /**
@@ -229,15 +299,16 @@ class Run {
     this.emit({ type: 'authoring' });
     const messages = conversationOf(await this.entries(), this.options.config.output_chars);
     const schema = JSON.stringify(z.toJSONSchema(contractInput, { io: 'input' }));
-    const answer = await this.options.route.chat({
-      system: authoringPrompt(schema),
-      messages: messages.filter((message) => message.role === 'user'),
-      tools: [],
-      tail: null,
-      max_tokens: this.options.config.max_tokens,
-      timeout_ms: this.options.config.timeout_ms,
-      ...(this.signal ? { signal: this.signal } : {}),
-    });
+    const { answer, receipt: spent } = await this.dispatch(
+      {
+        system: authoringPrompt(schema),
+        messages: messages.filter((message) => message.role === 'user'),
+        tools: [],
+        tail: null,
+      },
+      'plan',
+    );
+    await this.append(spent);
     const receipt = (details: Record<string, JsonValue>) =>
       sessionEntry('receipt', {
         schema: 'baton.receipt/v1',
@@ -497,15 +568,15 @@ class Run {
       this.turns += 1;
       this.emit({ type: 'turn', turn: this.turns, max_turns: config.max_turns });
       const work = await this.work();
-      const answer = await route.chat({
-        system,
-        messages: conversationOf(await this.entries(), config.output_chars),
-        tools,
-        tail: work.control_block,
-        max_tokens: config.max_tokens,
-        timeout_ms: config.timeout_ms,
-        ...(this.signal ? { signal: this.signal } : {}),
-      });
+      const { answer, receipt } = await this.dispatch(
+        {
+          system,
+          messages: conversationOf(await this.entries(), config.output_chars),
+          tools,
+          tail: work.control_block,
+        },
+        'turn',
+      );
       const text = this.scrub(answer.text).slice(0, 64 * 1024);
       if (text.trim() !== '') {
         this.final_text = text;
@@ -521,6 +592,7 @@ class Run {
         return { ...call, id };
       });
       await this.append(
+        receipt,
         sessionEntry('assistant_message', { schema: 'baton.assistant-message/v1', text }),
         ...calls.map((call) =>
           sessionEntry('tool_call', {

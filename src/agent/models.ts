@@ -69,6 +69,13 @@ export interface ChatAnswer {
   readonly tool_calls: readonly ChatToolCall[];
   /** `end`: it finished its turn; `tool_use`: it waits for tool results; `max_tokens`: cut off. */
   readonly stop: 'end' | 'tool_use' | 'max_tokens';
+  /** The tokens the request read and the answer wrote, when the server said. */
+  readonly usage: ChatUsage | null;
+}
+
+export interface ChatUsage {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
 }
 
 export interface ChatRoute {
@@ -81,10 +88,16 @@ export interface ChatRoute {
 export class ModelError extends Error {
   override readonly name = 'ModelError';
   readonly kind: 'timed_out' | 'unavailable' | 'cancelled';
+  /**
+   * Whether asking again may help: the server could not be reached, was overloaded (429) or
+   * failed (5xx). A refusal (another 4xx), a bad answer or a timeout is not retried.
+   */
+  readonly retryable: boolean;
 
-  constructor(kind: ModelError['kind'], message: string) {
+  constructor(kind: ModelError['kind'], message: string, retryable = false) {
     super(message);
     this.kind = kind;
+    this.retryable = retryable;
   }
 }
 
@@ -153,12 +166,14 @@ async function postJson(
     throw new ModelError(
       'unavailable',
       `could not reach ${new URL(url).origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+      true,
     );
   }
   if (!response.ok) {
     throw new ModelError(
       'unavailable',
       `${new URL(url).origin} answered ${response.status}: ${clipText(text.replace(/\s+/g, ' ').trim(), detailChars)}`,
+      response.status === 429 || response.status >= 500,
     );
   }
   try {
@@ -270,11 +285,13 @@ const openAiChatAnswer = z.object({
       }),
     )
     .min(1),
+  usage: z.looseObject({ prompt_tokens: z.number(), completion_tokens: z.number() }).nullish().catch(null),
 });
 
 const anthropicChatAnswer = z.object({
   content: z.array(z.looseObject({ type: z.string() })),
   stop_reason: z.string().nullish(),
+  usage: z.looseObject({ input_tokens: z.number(), output_tokens: z.number() }).nullish().catch(null),
 });
 const anthropicText = z.object({ text: z.string() });
 const anthropicToolUse = z.object({ id: z.string().nullish(), name: z.string(), input: z.unknown() });
@@ -306,6 +323,7 @@ function chatAnswer(
   tool_calls: ChatToolCall[],
   reason: string | null | undefined,
   reasons: { readonly tool_use: string; readonly max_tokens: string },
+  usage: ChatUsage | null,
 ): ChatAnswer {
   const stop =
     tool_calls.length > 0 || reason === reasons.tool_use
@@ -313,7 +331,7 @@ function chatAnswer(
       : reason === reasons.max_tokens
         ? 'max_tokens'
         : 'end';
-  return { text, tool_calls, stop };
+  return { text, tool_calls, stop, usage };
 }
 
 function openAiChatMessage(message: ChatMessage): Record<string, unknown> {
@@ -413,16 +431,23 @@ async function openAiChat(call: ProviderCall, request: ChatRequest): Promise<Cha
     },
     request,
   );
-  const choice = parsed(openAiChatAnswer, answer, 'chat completions').choices[0]!;
+  const { choices, usage } = parsed(openAiChatAnswer, answer, 'chat completions');
+  const choice = choices[0]!;
   const calls = (choice.message.tool_calls ?? []).map((made) => ({
     id: made.id,
     name: made.function.name,
     input: jsonOrNull(made.function.arguments),
   }));
-  return chatAnswer(choice.message.content ?? '', withIds(calls), choice.finish_reason, {
-    tool_use: 'tool_calls',
-    max_tokens: 'length',
-  });
+  return chatAnswer(
+    choice.message.content ?? '',
+    withIds(calls),
+    choice.finish_reason,
+    {
+      tool_use: 'tool_calls',
+      max_tokens: 'length',
+    },
+    usage ? { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens } : null,
+  );
 }
 
 async function anthropicChat(call: ProviderCall, request: ChatRequest): Promise<ChatAnswer> {
@@ -442,7 +467,7 @@ async function anthropicChat(call: ProviderCall, request: ChatRequest): Promise<
     },
     request,
   );
-  const { content, stop_reason } = parsed(anthropicChatAnswer, answer, 'messages');
+  const { content, stop_reason, usage } = parsed(anthropicChatAnswer, answer, 'messages');
   const text = content
     .filter((block) => block.type === 'text')
     .map((block) => parsed(anthropicText, block, 'messages').text)
@@ -450,7 +475,13 @@ async function anthropicChat(call: ProviderCall, request: ChatRequest): Promise<
   const calls = content
     .filter((block) => block.type === 'tool_use')
     .map((block) => parsed(anthropicToolUse, block, 'messages'));
-  return chatAnswer(text, withIds(calls), stop_reason, { tool_use: 'tool_use', max_tokens: 'max_tokens' });
+  return chatAnswer(
+    text,
+    withIds(calls),
+    stop_reason,
+    { tool_use: 'tool_use', max_tokens: 'max_tokens' },
+    usage ? { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens } : null,
+  );
 }
 
 /** A multi-turn route with tool calling, configured as `[judge]` is; the key comes from `env`. */

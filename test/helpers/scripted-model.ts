@@ -48,6 +48,9 @@ function promptOf(body: Record<string, unknown>): string {
     .join('');
 }
 
+/** The tokens every scripted answer says it used. */
+export const scriptedUsage = { input_tokens: 120, output_tokens: 30 } as const;
+
 function answerBody(path: string, text: string, calls: readonly ScriptedToolCall[]): unknown {
   return path.endsWith('/messages')
     ? {
@@ -59,6 +62,7 @@ function answerBody(path: string, text: string, calls: readonly ScriptedToolCall
           ...calls.map(({ id, name, input }) => ({ type: 'tool_use', id, name, input })),
         ],
         stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn',
+        usage: { input_tokens: scriptedUsage.input_tokens, output_tokens: scriptedUsage.output_tokens },
       }
     : {
         id: 'chatcmpl-1',
@@ -80,6 +84,11 @@ function answerBody(path: string, text: string, calls: readonly ScriptedToolCall
             finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
           },
         ],
+        usage: {
+          prompt_tokens: scriptedUsage.input_tokens,
+          completion_tokens: scriptedUsage.output_tokens,
+          total_tokens: scriptedUsage.input_tokens + scriptedUsage.output_tokens,
+        },
       };
 }
 

@@ -25,6 +25,8 @@ function progressLine(event: AgentEvent): string {
       return `contract ${event.contract_id}: ${event.status}`;
     case 'turn':
       return `turn ${event.turn}/${event.max_turns}`;
+    case 'retry':
+      return `  model request failed (${event.reason}); asking again in ${event.delay_ms} ms`;
     case 'text':
       return `  model: ${event.text.replace(/\s+/g, ' ').slice(0, 200)}`;
     case 'tool':
