@@ -7,7 +7,7 @@
  * an unreachable model).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -217,6 +217,102 @@ describe('the permission engine', () => {
   });
 });
 
+describe('what the tools never reach', () => {
+  it('refuses .git through a link or in another case, and Baton’s own configuration; the shell sees neither .git/config nor may write', async () => {
+    symlinkSync('.git', join(workspace, 'g'));
+    writeFileSync(
+      join(workspace, '.git', 'config'),
+      '[remote "origin"]\n  url = https://me:tok3n@example.com/r.git\n',
+    );
+    writeFileSync(join(workspace, 'baton.toml'), '[agent]\nprovider = "openai"\nmodel = "m"\n');
+    answers.push(
+      calls(
+        {
+          id: 'hook',
+          name: 'write_file',
+          input: { path: 'g/hooks/pre-commit', content: '#!/bin/sh\nexit 0\n' },
+        },
+        { id: 'conf', name: 'read_file', input: { path: 'g/config' } },
+        { id: 'case', name: 'write_file', input: { path: '.GIT/hooks/x', content: 'x' } },
+        {
+          id: 'toml',
+          name: 'write_file',
+          input: { path: 'baton.toml', content: '[agent]\nbase_url = "https://evil"\n' },
+        },
+        { id: 'sh', name: 'shell', input: { command: 'cat .git/config; echo ---; touch made.txt' } },
+      ),
+      'Done.',
+    );
+    const { result } = await agent('openai', { prompt: 'try' });
+    expect(result.status).toBe('completed');
+    expect(existsSync(join(workspace, '.git', 'hooks', 'pre-commit'))).toBe(false);
+    expect(existsSync(join(workspace, 'made.txt'))).toBe(false);
+    expect(readFileSync(join(workspace, 'baton.toml'), 'utf8')).toContain('model = "m"');
+    const outputs = new Map(
+      (await entries())
+        .filter((entry) => entry.type === 'tool_result')
+        .map((entry) => entry.content as { tool_use_id: string; output: string; is_error: boolean })
+        .map((content) => [content.tool_use_id, content]),
+    );
+    for (const id of ['hook', 'conf', 'case']) {
+      expect(outputs.get(id)).toMatchObject({
+        is_error: true,
+        output: expect.stringContaining('inside a .git folder') as unknown,
+      });
+    }
+    expect(outputs.get('toml')!.output).toBe(
+      `"baton.toml" is Baton's own (its ledger or configuration), which tools do not touch`,
+    );
+    const shell = outputs.get('sh')!;
+    expect(shell.is_error).toBe(true);
+    expect(shell.output).not.toContain('tok3n');
+    expect(shell.output).toMatch(/^exit 1\nstdout:\n---\n/);
+    // Each refusal reaches the model in its next request.
+    expect(sent(scripted.calls[1]!)).toContain('inside a .git folder');
+  });
+
+  it('keeps a managed session’s writes to a running item of its own, within the item’s claims', async () => {
+    answers.push(
+      JSON.stringify({
+        ...authored,
+        items: [{ ...authored.items[0], path_claims: ['docs'] }],
+        criteria: [
+          {
+            ...authored.criteria[0],
+            kind: { type: 'file_contains', path: 'docs/NOTE.md', pattern: 'hello' },
+          },
+        ],
+      }),
+      calls({ id: 'early', name: 'write_file', input: { path: 'docs/NOTE.md', content: 'hello\n' } }),
+      calls(
+        { id: 'run', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'running' } },
+        { id: 'out', name: 'write_file', input: { path: 'src/x.ts', content: 'x' } },
+        { id: 'in', name: 'write_file', input: { path: 'docs/NOTE.md', content: 'hello\n' } },
+        {
+          id: 'rfv',
+          name: 'work',
+          input: { operation: 'transition', item_id: 'note', to: 'ready_for_verification' },
+        },
+      ),
+      'Done.',
+    );
+    const { result } = await agent('openai', { prompt: 'note', start: { work_mode: 'managed', workspace } });
+    const outputs = new Map(
+      (await entries())
+        .filter((entry) => entry.type === 'tool_result')
+        .map((entry) => entry.content as { tool_use_id: string; output: string })
+        .map((content) => [content.tool_use_id, content.output]),
+    );
+    expect(outputs.get('early')).toMatch(/^no item you work on is running/);
+    expect(outputs.get('out')).toBe(
+      `${join(workspace, 'src', 'x.ts')} is outside the paths the running items claim (docs)`,
+    );
+    expect(outputs.get('in')).toBe('wrote 6 bytes to docs/NOTE.md');
+    expect(existsSync(join(workspace, 'src'))).toBe(false);
+    expect(result.status).toBe('completed');
+  });
+});
+
 /** The contract a managed run's model authors: one item decided by a file's content. */
 const authored = {
   objective: 'Write the release note',
@@ -376,6 +472,28 @@ describe('how a managed run ends', () => {
     expect(sent(scripted.calls[1]!)).toContain('"content":"go"');
   });
 
+  it('pauses when the model asks the person: nothing effectful runs after the question, the session stays open', async () => {
+    answers.push(
+      JSON.stringify(authored),
+      calls(
+        { id: 'q1', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'running' } },
+        { id: 'q2', name: 'work', input: { operation: 'request_input', question: 'Formal or informal?' } },
+        { id: 'q3', name: 'write_file', input: { path: 'NOTE.md', content: 'hello\n' } },
+      ),
+    );
+    const { result } = await agent('openai', { prompt: 'go', start: { work_mode: 'managed', workspace } });
+    expect(result.status).toBe('needs_input');
+    expect(result.reason).toContain('Formal or informal?');
+    expect(result.work.terminal).toBeNull();
+    expect(existsSync(join(workspace, 'NOTE.md'))).toBe(false);
+    const q3 = (await entries()).find(
+      (entry) =>
+        entry.type === 'tool_result' && (entry.content as { tool_use_id: string }).tool_use_id === 'q3',
+    );
+    expect((q3!.content as { output: string }).output).toMatch(/^denied \(awaiting_input\): /);
+    expect(scripted.calls).toHaveLength(2);
+  });
+
   it('ends max_turns when the turns run out, and a bound session prepares a Handoff for whoever continues', async () => {
     for (let turn = 0; turn < 3; turn += 1)
       answers.push(calls({ id: `l${turn}`, name: 'list_files', input: {} }));
@@ -428,6 +546,78 @@ describe('how a managed run ends', () => {
     expect(scripted.calls).toHaveLength(1);
   });
 
+  it('goes on after an answer cut off at max_tokens, instead of taking it for the end', async () => {
+    answers.push(
+      {
+        status: 200,
+        body: JSON.stringify({ choices: [{ message: { content: 'Half an ans' }, finish_reason: 'length' }] }),
+      },
+      'Done.',
+    );
+    const { result } = await agent('openai', { prompt: 'go' });
+    expect(result.status).toBe('completed');
+    expect(result.turns).toBe(2);
+    expect(sent(scripted.calls[1]!)).toContain('Baton: your answer was cut off at max_tokens (4096)');
+  });
+
+  it('keeps every tool call id unique in the session, whatever ids the model repeats', async () => {
+    answers.push(
+      calls({ id: 'a', name: 'list_files', input: {} }),
+      calls({ id: 'a~2', name: 'list_files', input: {} }, { id: 'a', name: 'list_files', input: {} }),
+      'Done.',
+    );
+    await agent('anthropic', { prompt: 'go' });
+    const ids = (await entries())
+      .filter((entry) => entry.type === 'tool_call')
+      .map((entry) => (entry.content as { tool_use_id: string }).tool_use_id);
+    expect(ids).toEqual(['a', 'a~2', 'a~3']);
+    const results = (await entries()).filter((entry) => entry.type === 'tool_result');
+    expect(results.map((entry) => (entry.content as { tool_use_id: string }).tool_use_id)).toEqual(ids);
+  });
+
+  it('writes nothing for a new session without a task, or with one too long', async () => {
+    await expect(agent('openai', {})).rejects.toMatchObject({ code: 'invalid_input' });
+    await expect(agent('openai', { prompt: 'x'.repeat(64 * 1024 + 1) })).rejects.toMatchObject({
+      code: 'invalid_input',
+    });
+    await expect(store.getStream(work.sessionStream('acme', 's'))).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    expect(scripted.calls).toHaveLength(0);
+  });
+
+  it('never stores a secret the model puts in a tool call', async () => {
+    answers.push(
+      calls({ id: 'w', name: 'write_file', input: { path: 'n.txt', content: `key ${secret}` } }),
+      'Done.',
+    );
+    await agent('openai', { prompt: 'go' });
+    const call = (await entries()).find((entry) => entry.type === 'tool_call')!;
+    expect(JSON.stringify(call.content)).not.toContain(secret);
+  });
+
+  it('ends aborted when cancelled, even during its last turn', async () => {
+    const controller = new AbortController();
+    router = () => {
+      controller.abort();
+      return calls({ id: 'l', name: 'list_files', input: {} });
+    };
+    const env = { AGENT_KEY: 'k' };
+    const result = await runAgent(
+      deps,
+      'acme',
+      { session_id: 's', prompt: 'go', start: { work_mode: 'direct', workspace } },
+      {
+        route: chatRoute(config('openai', { max_turns: 1 }), env),
+        config: config('openai', { max_turns: 1 }),
+        env,
+        signal: controller.signal,
+      },
+    );
+    expect(result.status).toBe('aborted');
+    expect(result.work.terminal?.status).toBe('aborted');
+  });
+
   it('refuses to run an ended session', async () => {
     answers.push('Done.');
     await agent('openai', { prompt: 'go' });
@@ -449,13 +639,13 @@ describe('workers', () => {
       },
       {
         criterion_id: 'b-done',
-        statement: 'B.md says beta',
-        kind: { type: 'file_contains', path: 'B.md', pattern: 'beta' },
+        statement: 'A.md was checked: it says alpha',
+        kind: { type: 'file_contains', path: 'A.md', pattern: 'alpha' },
       },
     ],
     items: [
       { item_id: 'a', title: 'Write A.md', criterion_ids: ['a-done'], path_claims: ['A.md'] },
-      { item_id: 'b', title: 'Write B.md', criterion_ids: ['b-done'], path_claims: ['B.md'], readonly: true },
+      { item_id: 'b', title: 'Check A.md', criterion_ids: ['b-done'], path_claims: ['B.md'], readonly: true },
     ],
   };
 
@@ -515,8 +705,9 @@ describe('workers', () => {
       'denied (read_only): this session is read-only: it may not change files',
     ]);
 
-    // Worker b could not write and said it was done anyway: its end put b up for verification,
-    // and what verified b is the file the parent then wrote, not the worker's word.
+    // Worker b could not write and said it was done: its end put b up for verification, and
+    // the verifier, not the worker's word, decided. The parent, with no item of its own
+    // running, may not write either.
     const outputs = new Map(
       (await entries())
         .filter((entry) => entry.type === 'tool_result')
@@ -525,6 +716,9 @@ describe('workers', () => {
     );
     expect(outputs.get('t1')).toMatch(/^child session s\.a\.1 ended completed after 2 turns: /);
     expect(outputs.get('t1')).toContain('item "a" is now ready_for_verification');
+    expect(outputs.get('t3')).toBe(
+      'no item you work on is running: move the item this change is for to running first (work transition)',
+    );
     expect(outputs.get('t2')).toMatch(/^child session s\.b\.1 ended completed after 2 turns: /);
     expect(events).toContainEqual(expect.objectContaining({ type: 'child', session_id: 's.a.1' }));
 

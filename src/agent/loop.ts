@@ -13,6 +13,7 @@
  * `max_turns`, which ends the session `max_turns` (a bound session then prepares a Handoff). A
  * model that cannot be reached ends it `failed`; a cancelled run ends it `aborted`.
  */
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { AppDeps } from '../app/deps.ts';
@@ -39,6 +40,7 @@ import type { JsonValue } from '../core/json.ts';
 import { scrubSecrets, secretValuesFromEnv } from '../core/secrets.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import type { AgentConfig } from '../core/work/config.ts';
+import { childScopeRefusal, writeScopeRefusal } from '../core/work/claims.ts';
 import { personReasons } from '../core/work/gate.ts';
 import type { Actor } from '../core/work/model.ts';
 import { activeContract } from '../core/work/projector.ts';
@@ -99,6 +101,8 @@ export interface AgentRunOptions {
   readonly onEvent?: (event: AgentEvent) => void;
   /** Values never stored or sent (default: process.env's, as the verifier scrubs). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Absolute paths no tool may write or read besides the ledger's: the configuration file the caller read. */
+  readonly protected_paths?: readonly string[];
   /** The wait before the first retry of a model request; each next one waits four times longer. Default 1000 ms. */
   readonly retry_delay_ms?: number;
 }
@@ -107,6 +111,9 @@ export interface AgentRunOptions {
 export const modelRetries = 2;
 
 export type AgentRunStatus = TerminalStatus | 'needs_input';
+
+/** The longest task a run takes: a user_message's text. */
+export const promptChars = 64 * 1024;
 
 export interface AgentRunResult {
   readonly session_id: string;
@@ -162,6 +169,21 @@ function sessionEntry(type: SessionEntryType, content: Record<string, JsonValue>
   return { type, content, metadata: { kind: type } };
 }
 
+/** Baton telling its own agent loop something (why it may not stop, that it was cut off). */
+function batonMessage(text: string) {
+  return sessionEntry('user_message', { schema: 'baton.user-message/v1', author: 'baton', text });
+}
+
+/** Every string of a JSON value scrubbed. */
+function scrubJson(value: JsonValue, scrub: (text: string) => string): JsonValue {
+  if (typeof value === 'string') return scrub(value);
+  if (Array.isArray(value)) return (value as JsonValue[]).map((item) => scrubJson(item, scrub));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, scrubJson(item, scrub)]));
+  }
+  return value;
+}
+
 /** One line saying what a tool call asked, for progress. */
 function callSummary(call: ChatToolCall): string {
   const input = (call.input ?? {}) as Record<string, unknown>;
@@ -179,6 +201,10 @@ class Run {
   usage = { requests: 0, input_tokens: 0, output_tokens: 0 };
   /** Every tool call id of the session so far (filled when the loop starts). */
   callIds = new Set<string>();
+  /** What no tool touches besides the ledger: Baton's configuration in the workspace and the caller's. */
+  readonly protectedPaths: readonly string[];
+  /** A worker's item's path claims (its parent's contract says them); filled when the loop starts. */
+  childClaims: readonly string[] = [];
 
   readonly deps: AppDeps;
   readonly project_id: string;
@@ -195,6 +221,12 @@ class Run {
     const secrets = secretValuesFromEnv(options.env ?? process.env);
     this.scrub = (text) => scrubSecrets(text, { values: secrets }).text;
     this.newId = uuidv7Generator(deps.clock);
+    const workspace = header.workspace ?? '/';
+    this.protectedPaths = [
+      join(workspace, 'baton.toml'),
+      join(workspace, '.baton'),
+      ...(options.protected_paths ?? []),
+    ];
   }
 
   emit(event: AgentEvent): void {
@@ -346,9 +378,17 @@ class Run {
   async call(call: ChatToolCall): Promise<void> {
     const tool = agentTools.get(call.name);
     const decision = decideToolCall(tool, call.name, this.header);
+    const contract = activeContract((await this.work()).projection);
+    const paused = contract !== undefined && ['draft', 'awaiting_input'].includes(contract.status);
     let outcome: ToolOutcome;
     if (!decision.allowed) {
       outcome = { output: `denied (${decision.code}): ${decision.reason}`, is_error: true };
+    } else if (paused && tool!.effect !== 'read' && tool!.effect !== 'work') {
+      // Material ambiguity pauses effectful work until a person answers (the spec's NeedsInput).
+      outcome = {
+        output: `denied (awaiting_input): contract ${contract.contract_id} is ${contract.status}; nothing runs until a person confirms or answers it`,
+        is_error: true,
+      };
     } else {
       const input = tool!.input.safeParse(call.input ?? {});
       outcome = input.success
@@ -361,6 +401,11 @@ class Run {
               shell_timeout_ms: this.options.config.shell_timeout_ms,
               signal: this.signal ?? new AbortController().signal,
               delegate: (item_id, instructions) => this.delegate(item_id, instructions),
+              protected: this.protectedPaths,
+              mayWrite: (path) =>
+                this.header.parent_session_id !== null
+                  ? childScopeRefusal(this.childClaims, this.header.workspace!, path)
+                  : writeScopeRefusal(contract, this.header.workspace!, path),
             },
             input.data as never,
           )
@@ -397,6 +442,18 @@ class Run {
       is_error: outcome.is_error,
       summary: callSummary(call),
     });
+  }
+
+  /** `needs_input` when the live contract waits for a person (the model asked, say), else null. */
+  async paused(): Promise<AgentRunResult | null> {
+    const work = await this.work();
+    const contract = activeContract(work.projection);
+    if (!contract || !['draft', 'awaiting_input'].includes(contract.status)) return null;
+    return this.result(
+      'needs_input',
+      `contract ${contract.contract_id} is ${contract.status}: a person confirms or answers it first${contract.status_reason ? ` (${contract.status_reason})` : ''}`,
+      work,
+    );
   }
 
   /**
@@ -498,8 +555,15 @@ class Run {
     // Work with no live contract is done when the model says so; a live contract, whatever the
     // session's mode, is done only when the gate allows.
     if (contract === undefined) {
+      // Every contract has ended (a person cancelled it, or continuation was exhausted): the
+      // run completed only if the last one did.
+      const last = before.projection?.contracts.at(-1);
+      if (last !== undefined && last.status !== 'completed') {
+        return this.end('failed', `contract ${last.contract_id} ended ${last.status}`);
+      }
       return this.end('completed', 'the model finished its answer');
     }
+    let verifyRefusal: string | null = null;
     if (['active', 'blocked', 'verifying'].includes(contract.status)) {
       const waiting = contract.items.some((item) => item.status === 'ready_for_verification');
       if (waiting) {
@@ -516,6 +580,7 @@ class Run {
           );
         } catch (error) {
           if (!isBatonError(error)) throw error;
+          verifyRefusal = `${error.code}: ${error.message}`;
         }
       }
     }
@@ -537,28 +602,35 @@ class Run {
       }
       return this.end('completed', 'the contract completed: every required item and criterion verified');
     }
-    if (reasons.every((reason) => personReasons.has(reason.code))) {
+    if (reasons.some((reason) => personReasons.has(reason.code))) {
       const why = reasons.map((reason) => reason.message).join('; ');
       return this.result('needs_input', why, await this.work());
     }
     await this.append(
-      sessionEntry('user_message', {
-        schema: 'baton.user-message/v1',
-        author: 'baton',
-        text: [
+      batonMessage(
+        [
           'Baton: you cannot stop yet. The completion gate blocked because:',
           ...reasons.map((reason) => `- ${reason.message}`),
+          ...(verifyRefusal === null ? [] : [`The verifier did not run: ${verifyRefusal}`]),
           'Continue the work, or use the work tool to show what is blocking it.',
         ].join('\n'),
-      }),
+      ),
     );
     return null;
   }
 
   async loop(): Promise<AgentRunResult> {
-    const { config, route } = this.options;
+    const { config } = this.options;
     const system = this.header.work_mode === 'direct' ? systemPrompt : `${systemPrompt}\n${managedPrompt}`;
     const tools = offeredTools(this.header).map(chatTool);
+    const { parent_session_id, contract_id, work_item_id } = this.header;
+    if (parent_session_id !== null && contract_id !== null && work_item_id !== null) {
+      const parent = await readWork(this.deps, this.project_id, { session_id: parent_session_id });
+      const item = parent.projection?.contracts
+        .find((candidate) => candidate.contract_id === contract_id)
+        ?.contract.items.find((candidate) => candidate.item_id === work_item_id);
+      this.childClaims = item?.path_claims ?? [];
+    }
     for (const entry of await this.entries()) {
       if (entry.type !== 'tool_call') continue;
       const id = (entry.content as { tool_use_id?: unknown }).tool_use_id;
@@ -586,8 +658,9 @@ class Run {
       // that numbers its calls afresh each turn gets the turn added; the history shows that id.
       const seen = this.callIds;
       const calls = answer.tool_calls.map((call, index) => {
-        let id = call.id.slice(0, 150) || `call_${index}`;
-        if (seen.has(id)) id = `${id}-t${this.turns}-${index}`;
+        const given = call.id.slice(0, 150) || `call_${index}`;
+        let id = given;
+        for (let n = 2; seen.has(id); n += 1) id = `${given}~${n}`;
         seen.add(id);
         return { ...call, id };
       });
@@ -599,7 +672,7 @@ class Run {
             schema: 'baton.tool-call/v1',
             tool_use_id: call.id,
             tool: call.name.slice(0, 200),
-            input: (call.input ?? null) as JsonValue,
+            input: scrubJson((call.input ?? null) as JsonValue, this.scrub),
           }),
         ),
       );
@@ -612,11 +685,23 @@ class Run {
           await Promise.all(calls.slice(index, end).map((call) => this.call(call)));
           index = end;
         }
+        const paused = await this.paused();
+        if (paused !== null) return paused;
+        continue;
+      }
+      if (answer.stop === 'max_tokens') {
+        // Cut off mid-answer: not a wish to stop. Said back, and the loop goes on.
+        await this.append(
+          batonMessage(
+            `Baton: your answer was cut off at max_tokens (${config.max_tokens}). Continue where it stopped, in shorter steps.`,
+          ),
+        );
         continue;
       }
       const stopped = await this.stopped();
       if (stopped !== null) return stopped;
     }
+    if (this.signal?.aborted) return this.end('aborted', 'the run was cancelled');
     return this.end('max_turns', `the run took its ${config.max_turns} turns without finishing`);
   }
 }
@@ -632,12 +717,24 @@ export async function runAgent(
   input: AgentRunInput,
   options: AgentRunOptions,
 ): Promise<AgentRunResult> {
+  // Checked before anything is written: a refused run leaves no session behind.
+  if (input.prompt !== undefined && (input.prompt.trim() === '' || input.prompt.length > promptChars)) {
+    throw new BatonError('invalid_input', `the task is 1 to ${promptChars} characters`, {
+      length: input.prompt.length,
+      limit: promptChars,
+    });
+  }
   // An open session continues as it started (its mode, workspace and permissions); a new one
   // starts with the caller's header.
   const stored = await readSessionHeader(deps, project_id, input.session_id).catch((error: unknown) => {
     if (isBatonError(error, 'not_found')) return null;
     throw error;
   });
+  if (stored === null && input.prompt === undefined) {
+    throw new BatonError('invalid_input', 'a new session needs its task: give the task to run', {
+      session_id: input.session_id,
+    });
+  }
   const header =
     stored ?? (await startSession(deps, project_id, { ...input.start, session_id: input.session_id }));
   if (stored !== null) await reconcileWork(deps, project_id, { session_id: stored.session_id });
@@ -686,9 +783,9 @@ export async function runAgent(
       );
     }
     if (isBatonError(error)) {
-      // The ledger refused a write of the run (a model's turn too large to store, say): the run
-      // cannot go on, and ends saying why instead of leaving the session open.
-      return run.end('failed', `Baton refused a write of the run (${error.code}): ${error.message}`);
+      // Baton refused something the run needed (a model's turn too large to store, say): the
+      // run cannot go on, and ends saying why instead of leaving the session open.
+      return run.end('failed', `the run stopped: Baton refused (${error.code}): ${error.message}`);
     }
     throw error;
   }

@@ -341,7 +341,8 @@ function openAiChatMessage(message: ChatMessage): Record<string, unknown> {
     case 'assistant':
       return {
         role: 'assistant',
-        content: message.text || null,
+        // null only beside tool calls: an assistant message with neither is refused by OpenAI.
+        content: message.text || (message.tool_calls.length > 0 ? null : ''),
         ...(message.tool_calls.length > 0 && {
           tool_calls: message.tool_calls.map((call) => ({
             id: call.id,

@@ -6,12 +6,13 @@
  * reads, never an exception out of the loop. The permission engine (permissions.ts) has
  * already allowed the call.
  */
-import { lstat, mkdir, open, readdir } from 'node:fs/promises';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, readdir, readlink, type FileHandle } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { AppDeps } from '../app/deps.ts';
 import { attachEvidence, readWork, requestInput, transitionItem, type WorkSnapshot } from '../app/work.ts';
-import { isHidden, openedInside, privateFiles, workspaceChecker } from '../app/workspace-paths.ts';
+import { isHidden, openedInside, privateFiles, realPath, workspaceChecker } from '../app/workspace-paths.ts';
 import { isBatonError } from '../core/errors.ts';
 import { clipText } from '../core/text.ts';
 import { evidenceRefSchema, workIdSchema, workItemStatuses, type Actor } from '../core/work/model.ts';
@@ -29,6 +30,10 @@ export interface ToolContext {
   readonly actor: Actor;
   readonly shell_timeout_ms: number;
   readonly signal: AbortSignal;
+  /** Paths no tool touches besides the ledger's files: Baton's own configuration. */
+  readonly protected: readonly string[];
+  /** Why writing this absolute path is refused now (managed work's scope), or null when it may be. */
+  readonly mayWrite: (path: string) => string | null;
   /** Runs a child session on an item and answers how it ended (the loop provides it). */
   readonly delegate: (item_id: string, instructions: string) => Promise<ToolOutcome>;
 }
@@ -68,25 +73,49 @@ const relativePath = z
   .max(4096)
   .describe('a path relative to the workspace (the workspace itself is ".")');
 
+/** Whether a real path lies in a `.git` folder (any case: some file systems ignore it) under `root`. */
+function inGit(root: string, real: string): boolean {
+  return relative(root, real)
+    .split(sep)
+    .some((part) => part.toLowerCase() === '.git');
+}
+
 /**
  * The workspace path a call names, or a refusal: it must stay inside the workspace once links
- * are followed, and never name the ledger's own files or a `.git` folder's insides.
+ * are followed, and never lie in a `.git` folder (judged on the real path, so a link to `.git`
+ * is caught too) or be one of the paths no tool touches (the ledger's files, Baton's own
+ * configuration).
  */
-function placed(header: SessionHeader, path: string): { path: string } | { refusal: string } {
-  const workspace = header.workspace!;
+function placed(context: ToolContext, path: string): { path: string } | { refusal: string } {
+  const workspace = context.header.workspace!;
   const full = resolve(workspace, path);
   if (!workspaceChecker(workspace)(path)) {
     return { refusal: `${JSON.stringify(path)} is outside the workspace` };
   }
-  const inside = relative(workspace, full);
-  if (inside.split(sep).includes('.git')) {
+  if (inGit(realPath(workspace), realPath(full))) {
     return { refusal: `${JSON.stringify(path)} is inside a .git folder, which tools do not touch` };
+  }
+  if (isHidden(workspace, [...privateFiles(context.deps), ...context.protected.map(realPath)], path)) {
+    return {
+      refusal: `${JSON.stringify(path)} is Baton's own (its ledger or configuration), which tools do not touch`,
+    };
   }
   return { path: full };
 }
 
-function hiddenFrom(context: ToolContext, path: string): boolean {
-  return isHidden(context.header.workspace!, privateFiles(context.deps), path);
+/** The real path a handle holds (Linux names it at /proc/self/fd/N), or null where that cannot be told. */
+async function heldPath(handle: FileHandle): Promise<string | null> {
+  const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => null);
+  return opened !== null && isAbsolute(opened) ? opened.replace(/ \(deleted\)$/, '') : null;
+}
+
+/** Whether what was opened is still where the call may reach: inside, not in .git, not Baton's own. */
+async function openedAllowed(context: ToolContext, handle: FileHandle, path: string): Promise<boolean> {
+  const workspace = context.header.workspace!;
+  const hidden = [...privateFiles(context.deps), ...context.protected.map(realPath)];
+  if (!(await openedInside(workspace, handle, path, hidden))) return false;
+  const held = await heldPath(handle);
+  return held === null || !inGit(realPath(workspace), held);
 }
 
 const listFiles: AgentTool = {
@@ -95,13 +124,12 @@ const listFiles: AgentTool = {
   description: `List a folder of the workspace: one entry per line, folders ending in "/". At most ${listLimit} entries.`,
   input: z.strictObject({ path: relativePath.default('.') }),
   async run(context, input: { path: string }) {
-    const where = placed(context.header, input.path);
+    const where = placed(context, input.path);
     if ('refusal' in where) return refused(where.refusal);
-    if (hiddenFrom(context, input.path)) return refused(`${JSON.stringify(input.path)} is not readable`);
     try {
       const entries = await readdir(where.path, { withFileTypes: true });
       const names = entries
-        .filter((entry) => entry.name !== '.git' && !hiddenFrom(context, join(input.path, entry.name)))
+        .filter((entry) => !('refusal' in placed(context, join(input.path, entry.name))))
         .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
         .sort();
       const shown = names.slice(0, listLimit);
@@ -119,18 +147,18 @@ const readFile: AgentTool = {
   description: `Read a text file of the workspace (at most ${fileBytesLimit / 1024} KiB; longer files are cut).`,
   input: z.strictObject({ path: relativePath }),
   async run(context, input: { path: string }) {
-    const where = placed(context.header, input.path);
+    const where = placed(context, input.path);
     if ('refusal' in where) return refused(where.refusal);
-    const hidden = privateFiles(context.deps);
     let handle;
     try {
-      handle = await open(where.path, 'r');
+      // Never blocks: a FIFO or device opened without O_NONBLOCK could hold the loop forever.
+      handle = await open(where.path, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (error) {
       return refused(`cannot read ${JSON.stringify(input.path)}: ${(error as NodeJS.ErrnoException).code}`);
     }
     try {
       // Judged by what was opened: a link swapped after the check above is caught here.
-      if (!(await openedInside(context.header.workspace!, handle, input.path, hidden))) {
+      if (!(await openedAllowed(context, handle, input.path))) {
         return refused(`${JSON.stringify(input.path)} is outside the workspace or not readable`);
       }
       if (!(await handle.stat()).isFile()) return refused(`${JSON.stringify(input.path)} is not a file`);
@@ -152,14 +180,14 @@ const writeFile: AgentTool = {
   description: `Create or replace a text file of the workspace with the given content (at most ${fileBytesLimit / 1024} KiB). Folders are created as needed.`,
   input: z.strictObject({ path: relativePath, content: z.string() }),
   async run(context, input: { path: string; content: string }) {
-    const where = placed(context.header, input.path);
+    const where = placed(context, input.path);
     if ('refusal' in where) return refused(where.refusal);
     const bytes = Buffer.byteLength(input.content, 'utf8');
     if (bytes > fileBytesLimit) {
       return refused(`the content is ${bytes} bytes; write_file writes at most ${fileBytesLimit}`);
     }
-    const hidden = privateFiles(context.deps);
-    if (hiddenFrom(context, input.path)) return refused(`${JSON.stringify(input.path)} is not writable`);
+    const denied = context.mayWrite(where.path);
+    if (denied !== null) return refused(denied);
     const existing = await lstat(where.path).catch(() => null);
     if (existing?.isSymbolicLink()) {
       return refused(`${JSON.stringify(input.path)} is a symbolic link; write the file it points to`);
@@ -169,11 +197,19 @@ const writeFile: AgentTool = {
     }
     try {
       await mkdir(dirname(where.path), { recursive: true });
-      // Opened without truncating, checked by what was opened, and only then replaced.
-      const handle = await open(where.path, 'a');
+      // Placed again now that the folders exist (a link among them is judged by where it
+      // leads), opened without following a last link and without truncating, checked by what
+      // was opened, and only then replaced.
+      const again = placed(context, input.path);
+      if ('refusal' in again) return refused(again.refusal);
+      const handle = await open(
+        where.path,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+        0o644,
+      );
       try {
-        if (!(await openedInside(context.header.workspace!, handle, input.path, hidden))) {
-          return refused(`${JSON.stringify(input.path)} is outside the workspace`);
+        if (!(await openedAllowed(context, handle, input.path)) || !(await handle.stat()).isFile()) {
+          return refused(`${JSON.stringify(input.path)} is outside the workspace or not a file`);
         }
         await handle.truncate(0);
         await handle.write(input.content, 0, 'utf8');
@@ -200,7 +236,8 @@ const shell: AgentTool = {
         workspace: context.header.workspace!,
         timeout_ms: context.shell_timeout_ms,
         output_limit_bytes: shellOutputBytes,
-        hidden: privateFiles(context.deps),
+        // The ledger, and the workspace's Git configuration, which may hold a remote's credentials.
+        hidden: [...privateFiles(context.deps), join(context.header.workspace!, '.git', 'config')],
       },
       { signal: context.signal },
     );

@@ -16,7 +16,7 @@ function within(root: string, path: string): boolean {
 }
 
 /** The real path of `path`, resolving the links of every ancestor that exists. */
-function realPath(path: string): string {
+export function realPath(path: string): string {
   const missing: string[] = [];
   let at = path;
   for (;;) {

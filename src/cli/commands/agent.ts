@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { stat } from 'node:fs/promises';
 import { runAgent, type AgentEvent, type AgentRunResult } from '../../agent/loop.ts';
+import { readSessionHeader } from '../../app/work.ts';
 import { chatRoute } from '../../agent/models.ts';
 import { uuidv7Generator } from '../../core/ids.ts';
 import { BatonError } from '../../core/errors.ts';
@@ -132,14 +133,25 @@ ${databaseHelp}
       );
     }
     const deps = await appDeps(context);
+    const project_id = await context.project();
     const scope_id = text(values, 'scope');
+    const setsHeader = ['mode', 'workspace', 'scope'].filter((name) => text(values, name) !== undefined);
+    if (values['read-only'] === true) setsHeader.push('read-only');
+    if (given !== undefined && setsHeader.length > 0) {
+      const existing = await readSessionHeader(deps, project_id, given).catch(() => null);
+      if (existing !== null) {
+        throw new UsageError(
+          `session ${given} exists and continues with its own mode, workspace and permissions: drop ${setsHeader.map((name) => `--${name}`).join(', ')}`,
+        );
+      }
+    }
     const session_id = given ?? `run-${uuidv7Generator(deps.clock)()}`;
     const interrupt = interruptOnSignal();
     let result: AgentRunResult;
     try {
       result = await runAgent(
         deps,
-        await context.project(),
+        project_id,
         {
           session_id,
           ...(task === '' ? {} : { prompt: task }),
@@ -155,6 +167,7 @@ ${databaseHelp}
           config: maxTurns === undefined ? agent : { ...agent, max_turns: maxTurns },
           signal: interrupt.signal,
           env: context.io.env,
+          ...(path === null ? {} : { protected_paths: [path] }),
           onEvent: (event) => context.io.err(`${progressLine(event)}\n`),
         },
       );

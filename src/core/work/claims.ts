@@ -91,3 +91,53 @@ export function checkParallel(
     { rule: 'max_parallel', item_id, limit, running },
   );
 }
+
+/**
+ * Why a managed session may not write `path` (absolute) now, or null when it may: its contract
+ * waits for a person; or no item the session itself works on is running; or every such item is
+ * read-only; or the path lies outside the claims of those that claim paths (an item that claims
+ * none may write anywhere in the workspace). Baton's own agent loop asks it before each write
+ * (docs/agent.md), so a read-only item's work stays retry-safe and claims bound what an item
+ * changes.
+ */
+export function writeScopeRefusal(
+  contract: ContractProjection | undefined,
+  workspace: string,
+  path: string,
+): string | null {
+  if (contract === undefined) return null;
+  if (contract.status === 'draft' || contract.status === 'awaiting_input') {
+    return `contract ${contract.contract_id} is ${contract.status}: nothing changes until a person confirms or answers it`;
+  }
+  const definitions = new Map(contract.contract.items.map((item) => [item.item_id, item]));
+  const working = contract.items
+    .filter((item) => holdingClaims.has(item.status) && item.child_session_id === null)
+    .map((item) => definitions.get(item.item_id))
+    .filter((item) => item !== undefined);
+  if (working.length === 0) {
+    return 'no item you work on is running: move the item this change is for to running first (work transition)';
+  }
+  const writing = working.filter((item) => !item.readonly);
+  if (writing.length === 0) {
+    return `the running items (${working.map((item) => item.item_id).join(', ')}) are read-only`;
+  }
+  if (writing.some((item) => item.path_claims.length === 0)) return null;
+  const claims = writing.flatMap((item) => item.path_claims);
+  return claimed(claims, workspace, path)
+    ? null
+    : `${path} is outside the paths the running items claim (${claims.join(', ')})`;
+}
+
+function claimed(claims: readonly string[], workspace: string, path: string): boolean {
+  const target = posix.resolve(path);
+  return claims
+    .map((claim) => claimPath(claim, workspace))
+    .some((claim) => pathsOverlap(claim, target) && target.startsWith(claim));
+}
+
+/** Why a worker of an item with these claims may not write `path` (absolute), or null. */
+export function childScopeRefusal(claims: readonly string[], workspace: string, path: string): string | null {
+  return claims.length === 0 || claimed(claims, workspace, path)
+    ? null
+    : `${path} is outside the paths this worker's item claims (${claims.join(', ')})`;
+}
