@@ -389,6 +389,12 @@ describe.each<Provider>(['openai', 'anthropic'])('managed work over the %s route
     expect(receipts.find((receipt) => receipt.purpose === 'plan')).toMatchObject({
       details: { status: 'created', contract_id: contract.contract_id },
     });
+    // The contract stood before any tool ran.
+    const types = (await entries()).map((entry) =>
+      entry.type === 'receipt' ? (entry.content as { purpose: string }).purpose : entry.type,
+    );
+    expect(types.indexOf('plan')).toBeGreaterThan(-1);
+    expect(types.indexOf('plan')).toBeLessThan(types.indexOf('tool_call'));
     // Each model request (the authoring one too) is recorded with what it cost.
     const spent = receipts.filter((receipt) => receipt.purpose === 'model_turn');
     expect(spent.map((receipt) => receipt.details.for)).toEqual(['plan', 'turn', 'turn', 'turn', 'turn']);
