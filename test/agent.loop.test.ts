@@ -7,13 +7,22 @@
  * an unreachable model).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runAgent, type AgentEvent, type AgentRunInput } from '../src/agent/loop.ts';
 import { chatRoute } from '../src/agent/models.ts';
 import type { AppDeps } from '../src/app/deps.ts';
+import { readTranscript } from '../src/app/transcript.ts';
 import * as work from '../src/app/work.ts';
 import { run } from '../src/cli/run.ts';
 import { systemClock } from '../src/core/clock.ts';
@@ -165,6 +174,33 @@ describe.each<Provider>(['openai', 'anthropic'])('direct work over the %s route'
     expect(
       events.filter((event) => event.type === 'tool').map((event) => event.type === 'tool' && event.summary),
     ).toEqual(['list_files', 'read_file README.md', 'write_file docs/NOTE.md']);
+
+    // People read the run back as its transcript: messages, turns, calls, results, requests.
+    const transcript = await readTranscript(deps, 'acme', { session_id: 's' });
+    expect(transcript.total).toBe(13);
+    expect(transcript.entries.map((entry) => entry.type)).toEqual([
+      'message',
+      'model_request',
+      'model',
+      'tool_call',
+      'tool_call',
+      'tool_result',
+      'tool_result',
+      'model_request',
+      'model',
+      'tool_call',
+      'tool_result',
+      'model_request',
+      'model',
+    ]);
+    expect(transcript.entries[0]).toMatchObject({ type: 'message', author: 'person', text: 'Write a note' });
+    expect(transcript.entries[1]).toMatchObject({
+      model: `${provider}/agent-1`,
+      attempts: 1,
+      input_tokens: 120,
+    });
+    expect(transcript.entries[3]).toMatchObject({ tool: 'list_files', tool_use_id: 'c1', input: '{}' });
+    expect(JSON.stringify(transcript)).not.toContain(secret);
   });
 });
 
@@ -288,6 +324,7 @@ describe('what the tools never reach', () => {
         { id: 'run', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'running' } },
         { id: 'out', name: 'write_file', input: { path: 'src/x.ts', content: 'x' } },
         { id: 'in', name: 'write_file', input: { path: 'docs/NOTE.md', content: 'hello\n' } },
+        { id: 'link', name: 'write_file', input: { path: 'docs/src/x.ts', content: 'x' } },
         {
           id: 'rfv',
           name: 'work',
@@ -296,6 +333,10 @@ describe('what the tools never reach', () => {
       ),
       'Done.',
     );
+    // A link inside the claimed folder leads out of it: judged by where it leads.
+    mkdirSync(join(workspace, 'docs'));
+    mkdirSync(join(workspace, 'src'));
+    symlinkSync('../src', join(workspace, 'docs', 'src'));
     const { result } = await agent('openai', { prompt: 'note', start: { work_mode: 'managed', workspace } });
     const outputs = new Map(
       (await entries())
@@ -308,7 +349,8 @@ describe('what the tools never reach', () => {
       `${join(workspace, 'src', 'x.ts')} is outside the paths the running items claim (docs)`,
     );
     expect(outputs.get('in')).toBe('wrote 6 bytes to docs/NOTE.md');
-    expect(existsSync(join(workspace, 'src'))).toBe(false);
+    expect(outputs.get('link')).toMatch(/ is outside the paths the running items claim \(docs\)$/);
+    expect(existsSync(join(workspace, 'src', 'x.ts'))).toBe(false);
     expect(result.status).toBe('completed');
   });
 });
@@ -498,6 +540,66 @@ describe('how a managed run ends', () => {
     );
     expect((q3!.content as { output: string }).output).toMatch(/^denied \(awaiting_input\): /);
     expect(scripted.calls).toHaveLength(2);
+    // The item it was working on waits on the question, so reopening does not interrupt it.
+    expect(result.work.contract!.items[0]).toMatchObject({
+      status: 'blocked',
+      blocker: 'waiting for a person: Formal or informal?',
+    });
+
+    // The person answers; the same session goes on from the answer to completion.
+    await work.confirmWork(deps, 'acme', { session_id: 's', revision: 1 }, { type: 'human', id: 'ann' });
+    answers.push(
+      calls(
+        { id: 'r1', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'ready' } },
+        { id: 'r2', name: 'work', input: { operation: 'transition', item_id: 'note', to: 'running' } },
+        { id: 'r3', name: 'write_file', input: { path: 'NOTE.md', content: 'hello\n' } },
+        {
+          id: 'r4',
+          name: 'work',
+          input: { operation: 'transition', item_id: 'note', to: 'ready_for_verification' },
+        },
+      ),
+      'Done.',
+    );
+    const resumed = await agent('openai', { prompt: 'Informal.' });
+    expect(resumed.result.status).toBe('completed');
+    expect(sent(scripted.calls[2]!)).toContain('Informal.');
+  });
+
+  it('does not run a tool call cut off at max_tokens: its input may be incomplete', async () => {
+    answers.push(
+      {
+        status: 200,
+        body: JSON.stringify({
+          choices: [
+            {
+              message: {
+                content: null,
+                tool_calls: [
+                  { id: 'ok', type: 'function', function: { name: 'list_files', arguments: '{}' } },
+                  {
+                    id: 'cut',
+                    type: 'function',
+                    function: { name: 'write_file', arguments: '{"path":"a.md","con' },
+                  },
+                ],
+              },
+              finish_reason: 'length',
+            },
+          ],
+        }),
+      },
+      'Done.',
+    );
+    await agent('openai', { prompt: 'go' });
+    const outputs = new Map(
+      (await entries())
+        .filter((entry) => entry.type === 'tool_result')
+        .map((entry) => entry.content as { tool_use_id: string; output: string })
+        .map((content) => [content.tool_use_id, content.output]),
+    );
+    expect(outputs.get('ok')).toBe('README.md');
+    expect(outputs.get('cut')).toMatch(/^not run: your answer was cut off at max_tokens/);
   });
 
   it('ends max_turns when the turns run out, and a bound session prepares a Handoff for whoever continues', async () => {
@@ -576,7 +678,7 @@ describe('how a managed run ends', () => {
     const ids = (await entries())
       .filter((entry) => entry.type === 'tool_call')
       .map((entry) => (entry.content as { tool_use_id: string }).tool_use_id);
-    expect(ids).toEqual(['a', 'a~2', 'a~3']);
+    expect(ids).toEqual(['a', 'a_2', 'a_3']);
     const results = (await entries()).filter((entry) => entry.type === 'tool_result');
     expect(results.map((entry) => (entry.content as { tool_use_id: string }).tool_use_id)).toEqual(ids);
   });
@@ -738,6 +840,81 @@ describe('workers', () => {
   });
 });
 
+describe('workers, again', () => {
+  const oneNote = {
+    objective: 'Write A.md',
+    criteria: [
+      {
+        criterion_id: 'alpha',
+        statement: 'A.md says alpha',
+        kind: { type: 'file_contains', path: 'A.md', pattern: 'alpha' },
+      },
+    ],
+    items: [{ item_id: 'a', title: 'Write A.md', criterion_ids: ['alpha'] }],
+  };
+
+  it('hands an item out again after its verification failed, to a new child session', async () => {
+    const parent: ScriptedAnswer[] = [
+      JSON.stringify(oneNote),
+      calls({ id: 't1', name: 'task', input: { item_id: 'a' } }),
+      'Done.',
+      calls({ id: 't2', name: 'task', input: { item_id: 'a', instructions: 'It must say alpha.' } }),
+      'Done now.',
+    ];
+    const words = ['beta', 'alpha'];
+    router = (call) => {
+      const text = sent(call);
+      if (!text.includes('Work only item')) return parent.shift() ?? { status: 500, body: 'script ran out' };
+      if (text.includes('wrote ')) return 'Written.';
+      return calls({ id: 'w', name: 'write_file', input: { path: 'A.md', content: `${words.shift()}\n` } });
+    };
+    const { result } = await agent('openai', { prompt: 'go', start: { work_mode: 'managed', workspace } });
+    expect(result.status).toBe('completed');
+    const outputs = new Map(
+      (await entries())
+        .filter((entry) => entry.type === 'tool_result')
+        .map((entry) => entry.content as { tool_use_id: string; output: string })
+        .map((content) => [content.tool_use_id, content.output]),
+    );
+    expect(outputs.get('t1')).toMatch(/^child session s\.a\.1 ended completed/);
+    expect(outputs.get('t2')).toMatch(/^child session s\.a\.1-2 ended completed/);
+    expect(readFileSync(join(workspace, 'A.md'), 'utf8')).toBe('alpha\n');
+  });
+
+  it('gives a read-only item’s worker the parent’s tools, and write taken away, nothing more', async () => {
+    const tools = ['list_files', 'read_file', 'work', 'task'];
+    answers.push(
+      JSON.stringify({
+        objective: 'Look',
+        criteria: [
+          {
+            criterion_id: 'there',
+            statement: 'README.md is there',
+            kind: { type: 'file_exists', path: 'README.md' },
+          },
+        ],
+        items: [{ item_id: 'look', title: 'Look at README.md', criterion_ids: ['there'], readonly: true }],
+      }),
+      calls({ id: 't', name: 'task', input: { item_id: 'look' } }),
+      'Looked.',
+      'Done.',
+    );
+    const { result } = await agent('anthropic', {
+      prompt: 'look',
+      start: {
+        work_mode: 'managed',
+        workspace,
+        capabilities: { write: true, tools, flows: [], capabilities: [], owners: ['parent_agent', 'worker'] },
+      },
+    });
+    expect(result.status).toBe('completed');
+    const child = await work.readSessionHeader(deps, 'acme', 's.look.1');
+    expect(child?.capabilities).toMatchObject({ write: false, tools });
+    const offered = (scripted.calls[2]!.body.tools as { name: string }[]).map((tool) => tool.name);
+    expect(offered).toEqual(['list_files', 'read_file']);
+  });
+});
+
 describe('baton agent run', () => {
   it('runs the configured model in this folder, telling each turn on stderr; exit 0 when completed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'baton-agent-db-'));
@@ -769,6 +946,21 @@ describe('baton agent run', () => {
     expect(readFileSync(join(workspace, 'OUT.md'), 'utf8')).toBe('out\n');
     expect(scripted.calls[0]!.headers.authorization).toBe('Bearer sk-cli');
     expect(sent(scripted.calls[0]!)).toContain('write OUT.md');
+
+    out.length = 0;
+    expect(await run(['session', 'transcript', 'cli-1'], io)).toBe(0);
+    const lines = out.join('').split('\n');
+    expect(lines[0]).toBe('Session cli-1 · 7 conversation entries · history, not instruction');
+    expect(lines).toContain('#2    person:');
+    expect(lines).toContain('      write OUT.md');
+    expect(
+      lines.some((line) => /^#\d+ +→ write_file \(c1\) \{"content":"out\\n","path":"OUT.md"\}$/.test(line)),
+    ).toBe(true);
+    expect(
+      lines.some((line) =>
+        /^#\d+ +· openai\/agent-1: 1 attempt, \d+ ms, 120 in \/ 30 out tokens$/.test(line),
+      ),
+    ).toBe(true);
 
     err.length = 0;
     writeFileSync(join(workspace, 'baton.toml'), '');

@@ -170,6 +170,13 @@ for (const backend of backends) {
         warnings: [],
         control_block: null,
       });
+      // The transcript of a session without a conversation; of no session, 404.
+      const transcript = await get('/v1/sessions/s1/transcript');
+      expect([transcript.status, transcript.body]).toEqual([
+        200,
+        { session_id: 's1', entries: [], total: 0, trust: 'untrusted_history' },
+      ]);
+      expectError(await get('/v1/sessions/nobody/transcript'), 404, 'not_found');
       const listed = await get('/v1/sessions');
       expect(listed.status, listed.text).toBe(200);
       expect(listed.body).toMatchObject({
@@ -631,6 +638,7 @@ describe('the work routes in the OpenAPI document', () => {
         '/v1/sessions': ['post', 'start_session', []],
         '/v1/sessions/{session_id}/end': ['post', 'end_work_session', ['session_id']],
         '/v1/sessions/{session_id}/work': ['get', 'get_work', ['session_id']],
+        '/v1/sessions/{session_id}/transcript': ['get', 'get_transcript', ['session_id']],
         '/v1/sessions/{session_id}/work/contracts': ['post', 'create_work', ['session_id']],
         '/v1/sessions/{session_id}/work/confirm': ['post', 'confirm_work', ['session_id']],
         '/v1/sessions/{session_id}/work/revise': ['post', 'revise_work', ['session_id']],

@@ -33,7 +33,7 @@ import {
   type StartSessionInput,
   type WorkSnapshot,
 } from '../app/work.ts';
-import { usableWorkspaceCheckpoint } from '../app/workspace-paths.ts';
+import { realPath, usableWorkspaceCheckpoint } from '../app/workspace-paths.ts';
 import type { StreamKey } from '../core/ledger/names.ts';
 import { BatonError, isBatonError } from '../core/errors.ts';
 import type { JsonValue } from '../core/json.ts';
@@ -44,12 +44,7 @@ import { childScopeRefusal, writeScopeRefusal } from '../core/work/claims.ts';
 import { personReasons } from '../core/work/gate.ts';
 import type { Actor } from '../core/work/model.ts';
 import { activeContract } from '../core/work/projector.ts';
-import {
-  sessionCapabilitiesSchema,
-  type SessionEntryType,
-  type SessionHeader,
-  type TerminalStatus,
-} from '../core/work/session.ts';
+import { type SessionEntryType, type SessionHeader, type TerminalStatus } from '../core/work/session.ts';
 import {
   conversationKinds,
   conversationOf,
@@ -205,6 +200,26 @@ class Run {
   readonly protectedPaths: readonly string[];
   /** A worker's item's path claims (its parent's contract says them); filled when the loop starts. */
   childClaims: readonly string[] = [];
+
+  /**
+   * For a worker: why it may not change anything now, or null. Its parent's contract must be
+   * live and not waiting for a person, and its item still running and still its own (a person
+   * may have cancelled or reassigned it meanwhile). Read again before each effectful call.
+   */
+  async workerRefusal(): Promise<string | null> {
+    const { parent_session_id, contract_id, work_item_id, session_id } = this.header;
+    if (parent_session_id === null || contract_id === null || work_item_id === null) return null;
+    const parent = await readWork(this.deps, this.project_id, { session_id: parent_session_id });
+    const contract = parent.projection?.contracts.find((candidate) => candidate.contract_id === contract_id);
+    const item = contract?.items.find((candidate) => candidate.item_id === work_item_id);
+    if (!contract || !['active', 'blocked', 'verifying'].includes(contract.status)) {
+      return `the parent's contract ${contract_id} is ${contract?.status ?? 'gone'}`;
+    }
+    if (!item || item.status !== 'running' || item.child_session_id !== session_id) {
+      return `item ${JSON.stringify(work_item_id)} is ${item?.status ?? 'gone'}${item && item.child_session_id !== session_id ? ', and no longer this worker’s' : ''}`;
+    }
+    return null;
+  }
 
   readonly deps: AppDeps;
   readonly project_id: string;
@@ -374,16 +389,33 @@ class Run {
     return this.end('failed', `managed work needs a valid contract; ${refusal}`);
   }
 
+  /** A call whose input the max_tokens cut may have cut: answered, never run. */
+  async cutOff(call: ChatToolCall): Promise<void> {
+    await this.append(
+      sessionEntry('tool_result', {
+        schema: 'baton.tool-result/v1',
+        tool_use_id: call.id,
+        tool: call.name.slice(0, 200),
+        is_error: true,
+        output: `not run: your answer was cut off at max_tokens (${this.options.config.max_tokens}) in this call, so its input may be incomplete; call it again`,
+      }),
+    );
+  }
+
   /** Run one tool call, permission first; its result is recorded whatever happens. */
   async call(call: ChatToolCall): Promise<void> {
     const tool = agentTools.get(call.name);
     const decision = decideToolCall(tool, call.name, this.header);
     const contract = activeContract((await this.work()).projection);
     const paused = contract !== undefined && ['draft', 'awaiting_input'].includes(contract.status);
+    const effectful = tool !== undefined && tool.effect !== 'read' && tool.effect !== 'work';
+    const workerRefusal = effectful ? await this.workerRefusal() : null;
     let outcome: ToolOutcome;
     if (!decision.allowed) {
       outcome = { output: `denied (${decision.code}): ${decision.reason}`, is_error: true };
-    } else if (paused && tool!.effect !== 'read' && tool!.effect !== 'work') {
+    } else if (workerRefusal !== null) {
+      outcome = { output: `denied (item_not_running): ${workerRefusal}`, is_error: true };
+    } else if (paused && effectful) {
       // Material ambiguity pauses effectful work until a person answers (the spec's NeedsInput).
       outcome = {
         output: `denied (awaiting_input): contract ${contract.contract_id} is ${contract.status}; nothing runs until a person confirms or answers it`,
@@ -402,10 +434,14 @@ class Run {
               signal: this.signal ?? new AbortController().signal,
               delegate: (item_id, instructions) => this.delegate(item_id, instructions),
               protected: this.protectedPaths,
+              // Judged on real paths: a link inside a claimed folder does not lead out of it.
               mayWrite: (path) =>
                 this.header.parent_session_id !== null
-                  ? childScopeRefusal(this.childClaims, this.header.workspace!, path)
-                  : writeScopeRefusal(contract, this.header.workspace!, path),
+                  ? childScopeRefusal(this.childClaims, this.header.workspace!, path, realPath)
+                  : writeScopeRefusal(contract, this.header.workspace!, path, {
+                      managed: this.header.work_mode === 'managed',
+                      real: realPath,
+                    }),
             },
             input.data as never,
           )
@@ -444,11 +480,41 @@ class Run {
     });
   }
 
+  async sessionExists(session_id: string): Promise<boolean> {
+    return this.deps.store.getStream(sessionStream(this.project_id, session_id)).then(
+      () => true,
+      (error: unknown) => {
+        if (isBatonError(error, 'not_found')) return false;
+        throw error;
+      },
+    );
+  }
+
   /** `needs_input` when the live contract waits for a person (the model asked, say), else null. */
   async paused(): Promise<AgentRunResult | null> {
+    const before = activeContract((await this.work()).projection);
+    if (!before || !['draft', 'awaiting_input'].includes(before.status)) return null;
+    // Nothing runs while the run waits: the items it was working on are blocked on the
+    // question, so reopening the session later does not take them for interrupted work, and
+    // the model takes them up again (blocked → ready → running) once the person answered.
+    for (const item of before.items) {
+      if (item.status !== 'running' || item.child_session_id !== null) continue;
+      await transitionItem(
+        this.deps,
+        this.project_id,
+        {
+          session_id: this.header.session_id,
+          contract_id: before.contract_id,
+          revision: before.revision,
+          item_id: item.item_id,
+          to: 'blocked',
+          reason: `waiting for a person: ${before.status_reason || before.status}`.slice(0, 4000),
+        },
+        this.actor,
+      ).catch(() => undefined);
+    }
     const work = await this.work();
-    const contract = activeContract(work.projection);
-    if (!contract || !['draft', 'awaiting_input'].includes(contract.status)) return null;
+    const contract = activeContract(work.projection) ?? before;
     return this.result(
       'needs_input',
       `contract ${contract.contract_id} is ${contract.status}: a person confirms or answers it first${contract.status_reason ? ` (${contract.status_reason})` : ''}`,
@@ -471,9 +537,11 @@ class Run {
     if (!contract || !item || !definition) {
       return { output: `the live contract has no item ${JSON.stringify(item_id)}`, is_error: true };
     }
-    // One child per attempt: a retried item's next worker is a new session.
-    const named = `${session_id}.${item_id}.${item.attempt}`;
-    const child = named.length <= 200 ? named : `child-${this.newId()}`;
+    // A new child for each delegation: <session>.<item>.<attempt>, then -2, -3… when the item
+    // is handed out again in the same attempt (its verification failed, say).
+    const base = `${session_id}.${item_id}.${item.attempt}`;
+    let child = base.length <= 190 ? base : `child-${this.newId()}`;
+    for (let n = 2; await this.sessionExists(child); n += 1) child = `${base.slice(0, 190)}-${n}`;
     const which = { session_id, contract_id: contract.contract_id };
     try {
       await transitionItem(
@@ -518,17 +586,41 @@ class Run {
             work_item_id: item_id,
             work_mode: 'direct',
             // A readonly item's worker may not write; otherwise it holds what the parent holds.
-            ...(definition.readonly
-              ? { capabilities: sessionCapabilitiesSchema.parse({ write: false }) }
-              : {}),
+            // Only `write` is named: every other capability is the parent's (lineage.ts).
+            ...(definition.readonly ? { capabilities: { write: false } } : {}),
           },
         },
         { ...this.options, onEvent: (event) => this.emit({ type: 'child', session_id: child, event }) },
       );
     } catch (error) {
-      if (!isBatonError(error)) throw error;
-      return { output: `the worker could not start (${error.code}): ${error.message}`, is_error: true };
+      // Whatever went wrong, the item does not stay running for a worker that is not there:
+      // a worker that started is ended failed (its end fails the item), one that never started
+      // leaves the item blocked, saying why, for the model to take up again.
+      const why = isBatonError(error) ? `${error.code}: ${error.message}` : String(error);
+      if (await this.sessionExists(child)) {
+        await endSession(deps, project_id, {
+          session_id: child,
+          status: 'failed',
+          reason: why.slice(0, 4000),
+        }).catch(() => undefined);
+      } else {
+        await transitionItem(
+          deps,
+          project_id,
+          {
+            ...which,
+            revision: contract.revision,
+            item_id,
+            to: 'blocked',
+            reason: `the worker could not start: ${why}`.slice(0, 4000),
+          },
+          this.actor,
+        ).catch(() => undefined);
+      }
+      return { output: `the worker could not run (${why})`, is_error: true };
     }
+    // The child's end settles the item; if the parent could not take it in then, it does now.
+    await reconcileWork(deps, project_id, { session_id }).catch(() => undefined);
     const now = activeContract((await this.work()).projection)?.items.find(
       (candidate) => candidate.item_id === item_id,
     );
@@ -565,8 +657,16 @@ class Run {
     }
     let verifyRefusal: string | null = null;
     if (['active', 'blocked', 'verifying'].includes(contract.status)) {
+      // Something to verify: an item waits for it, or every required item is done and only the
+      // criteria (not yet passed, or gone stale after a later change) hold the contract open.
+      const required = new Set(
+        contract.contract.items.filter((item) => item.required).map((item) => item.item_id),
+      );
       const waiting = contract.items.some((item) => item.status === 'ready_for_verification');
-      if (waiting) {
+      const settled = contract.items
+        .filter((item) => required.has(item.item_id))
+        .every((item) => item.status === 'succeeded' || item.status === 'ready_for_verification');
+      if (waiting || settled) {
         try {
           await verifyWork(
             this.deps,
@@ -654,16 +754,19 @@ class Run {
         this.final_text = text;
         this.emit({ type: 'text', text });
       }
-      // Evidence names a call by its id, so each is unique in the session: a model (or server)
-      // that numbers its calls afresh each turn gets the turn added; the history shows that id.
+      // Evidence names a call by its id, so each is unique in the session: an id the session
+      // already holds (a server that numbers calls afresh each turn) becomes ID_2, ID_3, ….
       const seen = this.callIds;
+      // Ids keep to letters, digits, _ and - (what every protocol takes back).
       const calls = answer.tool_calls.map((call, index) => {
-        const given = call.id.slice(0, 150) || `call_${index}`;
+        const given = call.id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 150) || `call_${index}`;
         let id = given;
-        for (let n = 2; seen.has(id); n += 1) id = `${given}~${n}`;
+        for (let n = 2; seen.has(id); n += 1) id = `${given}_${n}`;
         seen.add(id);
         return { ...call, id };
       });
+      // An answer cut off at max_tokens may have cut its last call's input: that call is not run.
+      const cut = answer.stop === 'max_tokens' ? calls.at(-1) : undefined;
       await this.append(
         receipt,
         sessionEntry('assistant_message', { schema: 'baton.assistant-message/v1', text }),
@@ -682,7 +785,12 @@ class Run {
         for (let index = 0; index < calls.length && !this.signal?.aborted;) {
           let end = index + 1;
           while (calls[index]!.name === 'task' && calls[end]?.name === 'task') end += 1;
-          await Promise.all(calls.slice(index, end).map((call) => this.call(call)));
+          // Every call of the group finishes (or fails) before the run goes on or stops.
+          const settled = await Promise.allSettled(
+            calls.slice(index, end).map((call) => (call === cut ? this.cutOff(call) : this.call(call))),
+          );
+          const failed = settled.find((result) => result.status === 'rejected');
+          if (failed) throw failed.reason;
           index = end;
         }
         const paused = await this.paused();

@@ -325,11 +325,12 @@ function chatAnswer(
   reasons: { readonly tool_use: string; readonly max_tokens: string },
   usage: ChatUsage | null,
 ): ChatAnswer {
+  // Cut off is said first: a call in an answer cut off may have lost the end of its input.
   const stop =
-    tool_calls.length > 0 || reason === reasons.tool_use
-      ? 'tool_use'
-      : reason === reasons.max_tokens
-        ? 'max_tokens'
+    reason === reasons.max_tokens
+      ? 'max_tokens'
+      : tool_calls.length > 0 || reason === reasons.tool_use
+        ? 'tool_use'
         : 'end';
   return { text, tool_calls, stop, usage };
 }

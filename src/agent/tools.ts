@@ -11,7 +11,14 @@ import { lstat, mkdir, open, readdir, readlink, type FileHandle } from 'node:fs/
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { AppDeps } from '../app/deps.ts';
-import { attachEvidence, readWork, requestInput, transitionItem, type WorkSnapshot } from '../app/work.ts';
+import {
+  attachEvidence,
+  reassignItem,
+  readWork,
+  requestInput,
+  transitionItem,
+  type WorkSnapshot,
+} from '../app/work.ts';
 import { isHidden, openedInside, privateFiles, realPath, workspaceChecker } from '../app/workspace-paths.ts';
 import { isBatonError } from '../core/errors.ts';
 import { clipText } from '../core/text.ts';
@@ -312,6 +319,22 @@ const work: AgentTool = {
           },
           actor,
         );
+        // The model takes up an item a worker had: the item is its own again, so its writes
+        // count for it and no earlier worker's end settles it.
+        const held = contract.items.find((item) => item.item_id === input.item_id);
+        if (input.to === 'running' && held !== undefined && held.child_session_id !== null) {
+          after = await reassignItem(
+            deps,
+            project_id,
+            {
+              session_id,
+              contract_id: contract.contract_id,
+              item_id: input.item_id,
+              owner: { type: 'parent_agent' },
+            },
+            actor,
+          );
+        }
       } else if (input.operation === 'attach_evidence') {
         const evidence =
           input.evidence ??

@@ -8,6 +8,7 @@
 import { shellWord } from './command.ts';
 import type { WorkSnapshot } from '../app/work.ts';
 import type { ListSessionsResult } from '../app/work-list.ts';
+import type { Transcript, TranscriptEntry } from '../app/transcript.ts';
 import type { SessionHeader } from '../core/work/session.ts';
 import { unreadableEventName, type WorkEventMessage } from '../core/work/live.ts';
 import { workEventSchema, type EvidenceAvailability, type WorkEvent } from '../core/work/model.ts';
@@ -223,4 +224,48 @@ export function workEventLine(message: WorkEventMessage): string {
   // One line per event: a reason or objective written over several lines is joined with ↵.
   const what = oneLine(change(parsed.data));
   return `${head}  ${what}  · ${actor.type}${actor.id === '' ? '' : ` ${actor.id}`}\n`;
+}
+
+/** Indented lines of a stored text, at most `max` of them. */
+function block(text: string, max = 12): string[] {
+  const all = text.split('\n');
+  const shown = all.slice(0, max).map((line) => `      ${line}`);
+  if (all.length > max) shown.push(`      … ${all.length - max} more lines`);
+  return shown;
+}
+
+function transcriptLines(entry: TranscriptEntry): string[] {
+  const at = `#${entry.position}`.padEnd(6);
+  switch (entry.type) {
+    case 'message':
+      return [`${at}${entry.author === 'baton' ? 'Baton' : 'person'}:`, ...block(entry.text)];
+    case 'model':
+      return entry.text === '' ? [] : [`${at}model:`, ...block(entry.text)];
+    case 'tool_call':
+      return [`${at}→ ${entry.tool} (${entry.tool_use_id}) ${oneLine(entry.input)}`];
+    case 'tool_result':
+      return [
+        `${at}${entry.is_error ? '✗' : '←'} ${entry.tool} (${entry.tool_use_id})`,
+        ...block(entry.output, 6),
+      ];
+    case 'model_request': {
+      const tokens =
+        entry.input_tokens === null
+          ? ''
+          : `, ${entry.input_tokens} in / ${entry.output_tokens ?? 0} out tokens`;
+      return [
+        `${at}· ${entry.model}: ${entry.attempts} attempt${entry.attempts === 1 ? '' : 's'}, ${entry.duration_ms} ms${tokens}`,
+      ];
+    }
+  }
+}
+
+/** A session's conversation as people read it: history, never instruction. */
+export function transcript(value: Transcript): string {
+  const left = value.total - value.entries.length;
+  return lines(
+    `Session ${value.session_id} · ${value.total} conversation entries${left > 0 ? ` (the oldest ${left} left out)` : ''} · history, not instruction`,
+    value.total === 0 && 'No messages or tool calls in this session.',
+    ...value.entries.flatMap(transcriptLines),
+  );
 }

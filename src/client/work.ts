@@ -26,6 +26,7 @@ import type {
   queryWorkFields,
 } from '../app/work-bulk.ts';
 import type { ListSessionsResult } from '../app/work-list.ts';
+import type { Transcript } from '../app/transcript.ts';
 import { fillPath, findWorkEndpoint } from '../http/work-api.ts';
 
 export type { WorkSnapshot } from '../app/work.ts';
@@ -37,6 +38,7 @@ export type {
   QueryWorkResult,
 } from '../app/work-bulk.ts';
 export type { ListedSession, ListSessionsResult } from '../app/work-list.ts';
+export type { Transcript, TranscriptEntry } from '../app/transcript.ts';
 export type { ContractSummary, SessionSummary } from '../core/work/summary.ts';
 
 type Fields<Shape extends z.core.$ZodLooseShape> = z.input<z.ZodObject<Shape, z.core.$strict>>;
@@ -60,6 +62,8 @@ export interface WorkMethods {
   startSession(input: StartSessionInput): Promise<SessionHeader>;
   /** GET /v1/sessions/{session_id}/work: the projected snapshot. */
   getWork(input: { readonly session_id: string }): Promise<WorkSnapshot>;
+  /** GET /v1/sessions/{session_id}/transcript: the conversation, newest entries, as history. */
+  getTranscript(input: { readonly session_id: string }): Promise<Transcript>;
   createWork(input: CreateWorkInput): Promise<WorkSnapshot>;
   confirmWork(input: ConfirmWorkInput): Promise<WorkSnapshot>;
   reviseWork(input: ReviseWorkInput): Promise<WorkSnapshot>;
@@ -105,6 +109,7 @@ export function workMethods(request: Request, origin: string): WorkMethods {
     listSessions: () => call('list_sessions')({}),
     startSession: call('start_session'),
     getWork: call('get_work'),
+    getTranscript: call('get_transcript'),
     createWork: call('create_work'),
     confirmWork: call('confirm_work'),
     reviseWork: call('revise_work'),

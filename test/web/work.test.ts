@@ -9,7 +9,7 @@
 import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createToken } from '../../src/app/auth.ts';
-import { transitionItem, type WorkSnapshot } from '../../src/app/work.ts';
+import { sessionStream, transitionItem, type WorkSnapshot } from '../../src/app/work.ts';
 import type { WorkItemStatus } from '../../src/core/work/model.ts';
 import { logIn, phone, project_id, screenshot, type WebServer, browserSuite } from './harness.ts';
 import { contractBody, revisedBody } from '../helpers/work-surface.ts';
@@ -127,9 +127,10 @@ describe('the managed-work view', () => {
       evidence: { type: 'ledger_entry', session_id: 'nowhere', entry_id: 'e-1' },
     });
     const evidence = item(page, 'inspect').locator('.evidence-list li');
-    await page.waitForFunction(
-      `document.querySelectorAll('[data-item="inspect"] .evidence-list li').length === 2`,
-    );
+    // Waited for through a locator: a string predicate polled by waitForFunction is evaluated
+    // as code, which the page's Content Security Policy refuses (no unsafe-eval).
+    await evidence.nth(1).waitFor();
+    expect(await evidence.count()).toBe(2);
     await expect(evidence.nth(0).getByRole('link').textContent()).resolves.toBe(
       'child_session fix-login-tests',
     );
@@ -359,6 +360,64 @@ describe('the managed-work view', () => {
       /^Not done: revision_conflict: the handoff head of login-work is 2, not 1/,
     );
     expect(problems.errors.filter((error) => !error.includes('409'))).toEqual([]);
+  });
+
+  it('folds the session’s conversation under the work: messages, turns, tool calls and results, inert', async () => {
+    await seedSession(web);
+    const entry = (type: string, content: Record<string, unknown>) => ({
+      type,
+      content: { schema: `baton.${type.replace('_', '-')}/v1`, ...content },
+      metadata: { kind: type },
+    });
+    await web.deps.store.append(sessionStream(project_id, 'fix-login'), [
+      entry('user_message', { text: 'Fix the login redirect', author: 'person' }),
+      {
+        type: 'receipt',
+        content: {
+          schema: 'baton.receipt/v1',
+          receipt_id: 'model-1',
+          purpose: 'model_turn',
+          details: {
+            provider: 'openai',
+            model: 'm1',
+            attempts: 2,
+            duration_ms: 840,
+            input_tokens: 1200,
+            output_tokens: 80,
+          },
+        },
+        metadata: { kind: 'receipt' },
+      },
+      entry('assistant_message', { text: `Reading it ${hostile}` }),
+      entry('tool_call', { tool_use_id: 'c1', tool: 'shell', input: { command: 'npm test' } }),
+      entry('tool_result', {
+        tool_use_id: 'c1',
+        tool: 'shell',
+        is_error: true,
+        output: `exit 1\n${hostile}`,
+      }),
+      entry('user_message', { text: 'Baton: you cannot stop yet.', author: 'baton' }),
+    ]);
+    const { page, problems } = await open();
+    await logIn(page, web);
+    await openSession(page, 'fix-login');
+    const conversation = page.locator('details.transcript');
+    await conversation.locator('summary').click();
+    await conversation.locator('.turns').waitFor();
+    expect(await conversation.locator('summary').textContent()).toBe('Conversation (6)');
+    const turns = conversation.locator('.turn');
+    expect(await turns.count()).toBe(6);
+    expect(await turns.nth(0).textContent()).toBe('PersonFix the login redirect');
+    expect(await turns.nth(1).textContent()).toBe('openai/m1: 2 attempts, 840 ms · 1200 in / 80 out tokens');
+    expect(await turns.nth(2).textContent()).toBe(`ModelReading it ${hostile}`);
+    expect(await turns.nth(3).textContent()).toBe('Tool call: shell c1{"command":"npm test"}');
+    expect(await turns.nth(4).getAttribute('class')).toContain('is-error');
+    expect(await turns.nth(4).textContent()).toBe(`Error: shell c1exit 1\n${hostile}`);
+    expect(await turns.nth(5).textContent()).toBe('BatonBaton: you cannot stop yet.');
+    expect(await page.evaluate('window.__hacked')).toBeUndefined();
+    expect(await page.locator('img').count()).toBe(0);
+    await screenshot(page, 'work-conversation', { fullPage: true });
+    expect(problems.errors).toEqual([]);
   });
 
   it('fits a phone: one column, nothing wider than the screen', async () => {

@@ -16,6 +16,7 @@ import {
 import { visibleControls } from '../../src/core/text.ts';
 import type { Api } from './api.ts';
 import { failureText } from './failure.ts';
+import { SessionTranscript } from './Transcript.tsx';
 import { useMessages } from './i18n.ts';
 import { useLiveWork, type LiveState } from './live.ts';
 import { href } from './route.ts';
@@ -573,7 +574,12 @@ export function SessionWork({
           </p>
         )
       )}
-      {snapshot && live.state !== 'missing' && <WorkBody snapshot={snapshot} actions={actions} />}
+      {snapshot && live.state !== 'missing' && (
+        <>
+          <WorkBody snapshot={snapshot} actions={actions} />
+          <SessionTranscript api={api} session_id={session_id} position={snapshot.position} />
+        </>
+      )}
     </div>
   );
 }

@@ -18,6 +18,7 @@ import type {
   OutcomeInput,
   OutcomeResult,
   PreparedResult,
+  Transcript,
   WebSession,
   WorkSnapshot,
   WorkstreamReport,
@@ -130,6 +131,7 @@ export function api(csrf: string, onUnauthorized: () => void) {
   return {
     sessions: () => call<ListSessionsResult>('GET', '/v1/sessions', {}),
     work: (session_id: string) => call<WorkSnapshot>('GET', `${session(session_id)}/work`, {}),
+    transcript: (session_id: string) => call<Transcript>('GET', `${session(session_id)}/transcript`, {}),
     cancelItem: (session_id: string, contract_id: string, item_id: string) =>
       post<WorkSnapshot>(item(session_id, item_id, 'cancel'), { contract_id }),
     retryItem: (session_id: string, contract_id: string, item_id: string) =>

@@ -10,6 +10,7 @@ import type { Disposition, PreparedHandoff } from '../../src/core/handoff/prepar
 import type { EvidenceCheck, HandoffResolution } from '../../src/core/handoff/resolution.ts';
 import type { SourceRef } from '../../src/core/ledger/source.ts';
 import type { WorkSnapshot } from '../../src/app/work.ts';
+import type { Transcript, TranscriptEntry } from '../../src/app/transcript.ts';
 import type { ListedSession, ListSessionsResult } from '../../src/app/work-list.ts';
 import type {
   EvidenceAvailability,
@@ -32,6 +33,8 @@ export type {
   WorkContinuity,
   WorkstreamReport,
   WorkSnapshot,
+  Transcript,
+  TranscriptEntry,
   ListedSession,
   ListSessionsResult,
   ContractProjection,

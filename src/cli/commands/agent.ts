@@ -77,7 +77,7 @@ const run: Command = {
                         Outcome there, an interrupted run prepares a Handoff there
   --max-turns N         model turns before the run ends max_turns (default [agent] max_turns)
   --json                print the result as JSON: {session_id, status, reason, turns,
-                        final_text, work} (docs/agent.md)
+                        final_text, usage, work} (docs/agent.md)
 ${configHelp}
   --project ID          the project of the local database
 ${databaseHelp}

@@ -104,8 +104,16 @@ export function writeScopeRefusal(
   contract: ContractProjection | undefined,
   workspace: string,
   path: string,
+  options: {
+    /** A managed session with no live contract writes nothing: its work is not agreed. */
+    readonly managed: boolean;
+    /** Resolves links of a path (the target's and the claims'); pure callers pass none. */
+    readonly real?: (path: string) => string;
+  },
 ): string | null {
-  if (contract === undefined) return null;
+  if (contract === undefined) {
+    return options.managed ? 'no work contract is live in this session: nothing is agreed to change' : null;
+  }
   if (contract.status === 'draft' || contract.status === 'awaiting_input') {
     return `contract ${contract.contract_id} is ${contract.status}: nothing changes until a person confirms or answers it`;
   }
@@ -123,21 +131,31 @@ export function writeScopeRefusal(
   }
   if (writing.some((item) => item.path_claims.length === 0)) return null;
   const claims = writing.flatMap((item) => item.path_claims);
-  return claimed(claims, workspace, path)
+  return claimed(claims, workspace, path, options.real)
     ? null
     : `${path} is outside the paths the running items claim (${claims.join(', ')})`;
 }
 
-function claimed(claims: readonly string[], workspace: string, path: string): boolean {
-  const target = posix.resolve(path);
+function claimed(
+  claims: readonly string[],
+  workspace: string,
+  path: string,
+  real: (path: string) => string = (same) => same,
+): boolean {
+  const target = real(posix.resolve(path));
   return claims
-    .map((claim) => claimPath(claim, workspace))
-    .some((claim) => pathsOverlap(claim, target) && target.startsWith(claim));
+    .map((claim) => real(claimPath(claim, workspace)))
+    .some((claim) => target === claim || target.startsWith(claim.endsWith('/') ? claim : `${claim}/`));
 }
 
 /** Why a worker of an item with these claims may not write `path` (absolute), or null. */
-export function childScopeRefusal(claims: readonly string[], workspace: string, path: string): string | null {
-  return claims.length === 0 || claimed(claims, workspace, path)
+export function childScopeRefusal(
+  claims: readonly string[],
+  workspace: string,
+  path: string,
+  real?: (path: string) => string,
+): string | null {
+  return claims.length === 0 || claimed(claims, workspace, path, real)
     ? null
     : `${path} is outside the paths this worker's item claims (${claims.join(', ')})`;
 }

@@ -1,0 +1,124 @@
+/**
+ * A session's conversation (GET /v1/sessions/{id}/transcript), folded under the work: what the
+ * person and Baton said, the model's turns, each tool call with its result, and each model
+ * request's cost. Loaded when opened and again whenever the session's ledger moves while open.
+ * It is history to read: progress is the work above, never this.
+ */
+import { useEffect, useState } from 'react';
+import type { Api } from './api.ts';
+import { failureText } from './failure.ts';
+import { useMessages } from './i18n.ts';
+import type { Transcript, TranscriptEntry } from './types.ts';
+
+function Entry({ entry }: { entry: TranscriptEntry }) {
+  const t = useMessages();
+  switch (entry.type) {
+    case 'message':
+      return (
+        <li className={`turn message ${entry.author}`} data-position={entry.position}>
+          <strong>{entry.author === 'baton' ? t.authorBaton : t.authorPerson}</strong>
+          <pre>{entry.text}</pre>
+        </li>
+      );
+    case 'model':
+      return entry.text === '' ? null : (
+        <li className="turn model" data-position={entry.position}>
+          <strong>{t.authorModel}</strong>
+          <pre>{entry.text}</pre>
+        </li>
+      );
+    case 'tool_call':
+      return (
+        <li className="turn tool-call" data-position={entry.position} data-tool-use-id={entry.tool_use_id}>
+          <strong>
+            {t.toolCall}: <code>{entry.tool}</code>
+          </strong>{' '}
+          <code className="tool-use-id">{entry.tool_use_id}</code>
+          <pre>{entry.input}</pre>
+        </li>
+      );
+    case 'tool_result':
+      return (
+        <li
+          className={`turn tool-result${entry.is_error ? ' is-error' : ''}`}
+          data-position={entry.position}
+          data-tool-use-id={entry.tool_use_id}
+        >
+          <strong>
+            {entry.is_error ? t.toolError : t.toolResult}: <code>{entry.tool}</code>
+          </strong>{' '}
+          <code className="tool-use-id">{entry.tool_use_id}</code>
+          <pre>{entry.output}</pre>
+        </li>
+      );
+    case 'model_request':
+      return (
+        <li className="turn model-request" data-position={entry.position}>
+          {t.modelRequest(entry.model, entry.attempts, entry.duration_ms)}
+          {entry.input_tokens !== null && <> · {t.tokens(entry.input_tokens, entry.output_tokens ?? 0)}</>}
+        </li>
+      );
+  }
+}
+
+export function SessionTranscript({
+  api,
+  session_id,
+  position,
+}: {
+  api: Api;
+  session_id: string;
+  /** The session's ledger position: a new one reloads an open transcript. */
+  position: number;
+}) {
+  const t = useMessages();
+  const [open, setOpen] = useState(false);
+  const [transcript, setTranscript] = useState<Transcript | null>(null);
+  const [failure, setFailure] = useState<unknown>(null);
+  useEffect(() => {
+    if (!open) return;
+    let current = true;
+    api.transcript(session_id).then(
+      (loaded) => {
+        if (!current) return;
+        setTranscript(loaded);
+        setFailure(null);
+      },
+      (error: unknown) => {
+        if (current) setFailure(error);
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [api, session_id, open, position]);
+  return (
+    <details className="transcript" onToggle={(event) => setOpen(event.currentTarget.open)}>
+      <summary>
+        {t.conversation}
+        {transcript !== null && ` (${transcript.total})`}
+      </summary>
+      <p className="hint">{t.conversationNote}</p>
+      {failure !== null && (
+        <p className="error" role="alert">
+          {t.conversationLoadFailed}: {failureText(t, failure)}
+        </p>
+      )}
+      {transcript !== null &&
+        (transcript.total === 0 ? (
+          <p>{t.conversationEmpty}</p>
+        ) : (
+          <>
+            {transcript.total > transcript.entries.length && (
+              <p className="notice">{t.conversationLeftOut(transcript.total - transcript.entries.length)}</p>
+            )}
+            <ol className="turns">
+              {transcript.entries.map((entry) => (
+                <Entry key={entry.position} entry={entry} />
+              ))}
+            </ol>
+          </>
+        ))}
+    </details>
+  );
+}
