@@ -464,7 +464,8 @@ for (const backend of backends) {
 
       // Another project's session is not there: 404 on every single endpoint, nothing written.
       expectError(await h.call('GET', s, { token: rival }), 404, 'not_found');
-      const refusedPaths = [s];
+      expectError(await h.call('GET', '/v1/sessions/s1/transcript', { token: rival }), 404, 'not_found');
+      const refusedPaths = [s, '/v1/sessions/s1/transcript'];
       for (const [path, body] of [
         [`${s}/confirm`, { revision: 1 }],
         [`${s}/revise`, { previous_revision: 1, ...revisedBody }],
