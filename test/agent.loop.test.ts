@@ -110,6 +110,27 @@ async function entries(session_id = 's') {
   return all;
 }
 
+interface StoredResult {
+  readonly tool_use_id: string;
+  readonly output: string;
+  readonly is_error: boolean;
+}
+
+/** The session's tool results by call id. */
+async function results(session_id = 's'): Promise<Map<string, StoredResult>> {
+  return new Map(
+    (await entries(session_id))
+      .filter((entry) => entry.type === 'tool_result')
+      .map((entry) => entry.content as unknown as StoredResult)
+      .map((content) => [content.tool_use_id, content]),
+  );
+}
+
+/** The session's tool outputs by call id. */
+async function outputsOf(session_id = 's'): Promise<Map<string, string>> {
+  return new Map([...(await results(session_id))].map(([id, result]) => [id, result.output]));
+}
+
 const calls = (...list: { name: string; input: unknown; id?: string }[]): ScriptedAnswer => ({
   tool_calls: list,
 });
@@ -284,12 +305,7 @@ describe('what the tools never reach', () => {
     expect(existsSync(join(workspace, '.git', 'hooks', 'pre-commit'))).toBe(false);
     expect(existsSync(join(workspace, 'made.txt'))).toBe(false);
     expect(readFileSync(join(workspace, 'baton.toml'), 'utf8')).toContain('model = "m"');
-    const outputs = new Map(
-      (await entries())
-        .filter((entry) => entry.type === 'tool_result')
-        .map((entry) => entry.content as { tool_use_id: string; output: string; is_error: boolean })
-        .map((content) => [content.tool_use_id, content]),
-    );
+    const outputs = await results();
     for (const id of ['hook', 'conf', 'case']) {
       expect(outputs.get(id)).toMatchObject({
         is_error: true,
@@ -338,12 +354,7 @@ describe('what the tools never reach', () => {
     mkdirSync(join(workspace, 'src'));
     symlinkSync('../src', join(workspace, 'docs', 'src'));
     const { result } = await agent('openai', { prompt: 'note', start: { work_mode: 'managed', workspace } });
-    const outputs = new Map(
-      (await entries())
-        .filter((entry) => entry.type === 'tool_result')
-        .map((entry) => entry.content as { tool_use_id: string; output: string })
-        .map((content) => [content.tool_use_id, content.output]),
-    );
+    const outputs = await outputsOf();
     expect(outputs.get('early')).toMatch(/^no item you work on is running/);
     expect(outputs.get('out')).toBe(
       `${join(workspace, 'src', 'x.ts')} is outside the paths the running items claim (docs)`,
@@ -415,12 +426,7 @@ describe.each<Provider>(['openai', 'anthropic'])('managed work over the %s route
     expect(gateSaid).toContain('required item \\"note\\" is ready');
     expect(events).toContainEqual(expect.objectContaining({ type: 'gate', decision: 'block' }));
 
-    const outputs = new Map(
-      (await entries())
-        .filter((entry) => entry.type === 'tool_result')
-        .map((entry) => entry.content as { tool_use_id: string; output: string; is_error: boolean })
-        .map((content) => [content.tool_use_id, content]),
-    );
+    const outputs = await results();
     expect(outputs.get('m3')!.is_error).toBe(true);
     expect(outputs.get('m3')!.output).toMatch(/^refused \(conflict, /);
     expect(outputs.get('m4')!.is_error).toBe(false);
@@ -592,12 +598,7 @@ describe('how a managed run ends', () => {
       'Done.',
     );
     await agent('openai', { prompt: 'go' });
-    const outputs = new Map(
-      (await entries())
-        .filter((entry) => entry.type === 'tool_result')
-        .map((entry) => entry.content as { tool_use_id: string; output: string })
-        .map((content) => [content.tool_use_id, content.output]),
-    );
+    const outputs = await outputsOf();
     expect(outputs.get('ok')).toBe('README.md');
     expect(outputs.get('cut')).toMatch(/^not run: your answer was cut off at max_tokens/);
   });
@@ -816,12 +817,7 @@ describe('workers', () => {
     // Worker b could not write and said it was done: its end put b up for verification, and
     // the verifier, not the worker's word, decided. The parent, with no item of its own
     // running, may not write either.
-    const outputs = new Map(
-      (await entries())
-        .filter((entry) => entry.type === 'tool_result')
-        .map((entry) => entry.content as { tool_use_id: string; output: string; is_error: boolean })
-        .map((content) => [content.tool_use_id, content.output]),
-    );
+    const outputs = await outputsOf();
     expect(outputs.get('t1')).toMatch(/^child session s\.a\.1 ended completed after 2 turns: /);
     expect(outputs.get('t1')).toContain('item "a" is now ready_for_verification');
     expect(outputs.get('t3')).toBe(
@@ -870,12 +866,7 @@ describe('workers, again', () => {
     };
     const { result } = await agent('openai', { prompt: 'go', start: { work_mode: 'managed', workspace } });
     expect(result.status).toBe('completed');
-    const outputs = new Map(
-      (await entries())
-        .filter((entry) => entry.type === 'tool_result')
-        .map((entry) => entry.content as { tool_use_id: string; output: string })
-        .map((content) => [content.tool_use_id, content.output]),
-    );
+    const outputs = await outputsOf();
     expect(outputs.get('t1')).toMatch(/^child session s\.a\.1 ended completed/);
     expect(outputs.get('t2')).toMatch(/^child session s\.a\.1-2 ended completed/);
     expect(readFileSync(join(workspace, 'A.md'), 'utf8')).toBe('alpha\n');
