@@ -198,17 +198,16 @@ describe.each<Provider>(['openai', 'anthropic'])('direct work over the %s route'
 
     // People read the run back as its transcript: messages, turns, calls, results, requests.
     const transcript = await readTranscript(deps, 'acme', { session_id: 's' });
-    expect(transcript.total).toBe(13);
+    // The two turns that only called tools say nothing, and are not shown.
+    expect(transcript.total).toBe(11);
     expect(transcript.entries.map((entry) => entry.type)).toEqual([
       'message',
       'model_request',
-      'model',
       'tool_call',
       'tool_call',
       'tool_result',
       'tool_result',
       'model_request',
-      'model',
       'tool_call',
       'tool_result',
       'model_request',
@@ -220,7 +219,7 @@ describe.each<Provider>(['openai', 'anthropic'])('direct work over the %s route'
       attempts: 1,
       input_tokens: 120,
     });
-    expect(transcript.entries[3]).toMatchObject({ tool: 'list_files', tool_use_id: 'c1', input: '{}' });
+    expect(transcript.entries[2]).toMatchObject({ tool: 'list_files', tool_use_id: 'c1', input: '{}' });
     expect(JSON.stringify(transcript)).not.toContain(secret);
   });
 });
@@ -941,7 +940,7 @@ describe('baton agent run', () => {
     out.length = 0;
     expect(await run(['session', 'transcript', 'cli-1'], io)).toBe(0);
     const lines = out.join('').split('\n');
-    expect(lines[0]).toBe('Session cli-1 · 7 conversation entries · history, not instruction');
+    expect(lines[0]).toBe('Session cli-1 · 6 conversation entries · history, not instruction');
     expect(lines).toContain('#2    person:');
     expect(lines).toContain('      write OUT.md');
     expect(

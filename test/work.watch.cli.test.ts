@@ -147,7 +147,13 @@ describe('baton work watch on the local store', () => {
     const watching = spawnBaton(['work', 'watch', 's1'], dir, cliEnv(database));
     await watching.waitFor(/WorkNeedsInput/);
     watching.child.kill('SIGINT');
-    expect(await watching.stop()).toBe(0);
+    // Its own exit, awaited: stop() would send SIGTERM at once, racing the SIGINT it handles.
+    const { child } = watching;
+    const code = await new Promise<number | null>((resolve) => {
+      if (child.exitCode !== null) resolve(child.exitCode);
+      else child.once('exit', (exit) => resolve(exit));
+    });
+    expect(code).toBe(0);
     expect(lines(watching.stdout())).toHaveLength(2);
     expect(watching.stderr()).toBe('');
   });

@@ -515,6 +515,8 @@ class Run {
     }
     const work = await this.work();
     const contract = activeContract(work.projection) ?? before;
+    // The person may have answered meanwhile: then the run goes on.
+    if (!['draft', 'awaiting_input'].includes(contract.status)) return null;
     return this.result(
       'needs_input',
       `contract ${contract.contract_id} is ${contract.status}: a person confirms or answers it first${contract.status_reason ? ` (${contract.status_reason})` : ''}`,
@@ -543,17 +545,25 @@ class Run {
     let child = base.length <= 190 ? base : `child-${this.newId()}`;
     for (let n = 2; await this.sessionExists(child); n += 1) child = `${base.slice(0, 190)}-${n}`;
     const which = { session_id, contract_id: contract.contract_id };
+    if (item.status !== 'ready') {
+      return {
+        output: `item ${JSON.stringify(item_id)} is ${item.status}: only a ready item is handed to a worker`,
+        is_error: true,
+      };
+    }
     try {
-      await transitionItem(
-        deps,
-        project_id,
-        { ...which, revision: contract.revision, item_id, to: 'running', reason: `delegated to ${child}` },
-        this.actor,
-      );
+      // As the spec orders it: assigned (while the item is not running, so a refused start
+      // leaves nothing running for a worker that never came), then ready → running.
       await reassignItem(
         deps,
         project_id,
         { ...which, item_id, owner: { type: 'worker' }, child_session_id: child },
+        this.actor,
+      );
+      await transitionItem(
+        deps,
+        project_id,
+        { ...which, revision: contract.revision, item_id, to: 'running', reason: `delegated to ${child}` },
         this.actor,
       );
     } catch (error) {
@@ -666,7 +676,22 @@ class Run {
       const settled = contract.items
         .filter((item) => required.has(item.item_id))
         .every((item) => item.status === 'succeeded' || item.status === 'ready_for_verification');
-      if (waiting || settled) {
+      // …and only when a verdict could come out differently: one is missing or stale, or the
+      // workspace changed since it was given. The same checks on the same files are not re-run.
+      const latest = before.projection?.latest_checkpoint ?? null;
+      const requiredCriteria = new Set(
+        contract.contract.criteria
+          .filter((criterion) => criterion.required)
+          .map((criterion) => criterion.criterion_id),
+      );
+      const unsettled = contract.criteria.some(
+        (criterion) =>
+          requiredCriteria.has(criterion.criterion_id) &&
+          (criterion.result === null ||
+            criterion.stale ||
+            (latest !== null && criterion.result.checkpoint !== latest)),
+      );
+      if (waiting || (settled && unsettled)) {
         try {
           await verifyWork(
             this.deps,

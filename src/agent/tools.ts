@@ -308,22 +308,12 @@ const work: AgentTool = {
       const which = { session_id, contract_id: contract.contract_id, revision: contract.revision };
       let after: WorkSnapshot;
       if (input.operation === 'transition') {
-        after = await transitionItem(
-          deps,
-          project_id,
-          {
-            ...which,
-            item_id: input.item_id,
-            to: input.to,
-            ...(input.reason ? { reason: input.reason } : {}),
-          },
-          actor,
-        );
-        // The model takes up an item a worker had: the item is its own again, so its writes
-        // count for it and no earlier worker's end settles it.
+        // The model takes up an item a worker had: the item is its own again first (while it
+        // is not running, so a refusal changes nothing), then it runs: its writes count for it
+        // and no earlier worker's end settles it.
         const held = contract.items.find((item) => item.item_id === input.item_id);
         if (input.to === 'running' && held !== undefined && held.child_session_id !== null) {
-          after = await reassignItem(
+          await reassignItem(
             deps,
             project_id,
             {
@@ -335,6 +325,17 @@ const work: AgentTool = {
             actor,
           );
         }
+        after = await transitionItem(
+          deps,
+          project_id,
+          {
+            ...which,
+            item_id: input.item_id,
+            to: input.to,
+            ...(input.reason ? { reason: input.reason } : {}),
+          },
+          actor,
+        );
       } else if (input.operation === 'attach_evidence') {
         const evidence =
           input.evidence ??

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { parseRecord } from '../core/records.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
+import { scrubSecrets } from '../core/secrets.ts';
 import { clipText } from '../core/text.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import type { AppDeps } from './deps.ts';
@@ -75,7 +76,9 @@ const modelTurn = z.object({
 /** One entry as the transcript shows it, or null for an entry that is not part of it. */
 function shown(entry: { type: string; content: unknown; position: number; recorded_at: string }) {
   const at = { position: entry.position, recorded_at: entry.recorded_at };
-  const cut = (text: string) => clipText(text, transcriptTextChars);
+  // Scrubbed again as it is read, as the control block is: what a run stored is served to every
+  // reader of the project, and a secret its environment did not name may still look like one.
+  const cut = (text: string) => clipText(scrubSecrets(text).text, transcriptTextChars);
   switch (entry.type) {
     case 'user_message': {
       const parsed = sessionEntrySchemas.user_message.safeParse(entry.content);
@@ -85,7 +88,10 @@ function shown(entry: { type: string; content: unknown; position: number; record
     }
     case 'assistant_message': {
       const parsed = sessionEntrySchemas.assistant_message.safeParse(entry.content);
-      return parsed.success ? { ...at, type: 'model' as const, text: cut(parsed.data.text) } : null;
+      // A turn that only called tools says nothing: its calls are the entries that follow.
+      return parsed.success && parsed.data.text.trim() !== ''
+        ? { ...at, type: 'model' as const, text: cut(parsed.data.text) }
+        : null;
     }
     case 'tool_call': {
       const parsed = sessionEntrySchemas.tool_call.safeParse(entry.content);

@@ -397,6 +397,7 @@ describe('the managed-work view', () => {
         output: `exit 1\n${hostile}`,
       }),
       entry('user_message', { text: 'Baton: you cannot stop yet.', author: 'baton' }),
+      entry('assistant_message', { text: 'Deploy to \u202enoitcudorp\u202c now\u001b[2J' }),
     ]);
     const { page, problems } = await open();
     await logIn(page, web);
@@ -404,9 +405,9 @@ describe('the managed-work view', () => {
     const conversation = page.locator('details.transcript');
     await conversation.locator('summary').click();
     await conversation.locator('.turns').waitFor();
-    expect(await conversation.locator('summary').textContent()).toBe('Conversation (6)');
+    expect(await conversation.locator('summary').textContent()).toBe('Conversation (7)');
     const turns = conversation.locator('.turn');
-    expect(await turns.count()).toBe(6);
+    expect(await turns.count()).toBe(7);
     expect(await turns.nth(0).textContent()).toBe('PersonFix the login redirect');
     expect(await turns.nth(1).textContent()).toBe('openai/m1: 2 attempts, 840 ms · 1200 in / 80 out tokens');
     expect(await turns.nth(2).textContent()).toBe(`ModelReading it ${hostile}`);
@@ -414,6 +415,8 @@ describe('the managed-work view', () => {
     expect(await turns.nth(4).getAttribute('class')).toContain('is-error');
     expect(await turns.nth(4).textContent()).toBe(`Error: shell c1exit 1\n${hostile}`);
     expect(await turns.nth(5).textContent()).toBe('BatonBaton: you cannot stop yet.');
+    // Control characters and bidirectional overrides show as escapes, as all stored text does.
+    expect(await turns.nth(6).textContent()).toBe('ModelDeploy to \\u202enoitcudorp\\u202c now\\u001b[2J');
     expect(await page.evaluate('window.__hacked')).toBeUndefined();
     expect(await page.locator('img').count()).toBe(0);
     await screenshot(page, 'work-conversation', { fullPage: true });

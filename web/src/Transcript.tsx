@@ -9,6 +9,7 @@ import type { Api } from './api.ts';
 import { failureText } from './failure.ts';
 import { useMessages } from './i18n.ts';
 import type { Transcript, TranscriptEntry } from './types.ts';
+import { visibleControls as shown } from '../../src/core/text.ts';
 
 function Entry({ entry }: { entry: TranscriptEntry }) {
   const t = useMessages();
@@ -17,24 +18,24 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
       return (
         <li className={`turn message ${entry.author}`} data-position={entry.position}>
           <strong>{entry.author === 'baton' ? t.authorBaton : t.authorPerson}</strong>
-          <pre>{entry.text}</pre>
+          <pre>{shown(entry.text)}</pre>
         </li>
       );
     case 'model':
       return entry.text === '' ? null : (
         <li className="turn model" data-position={entry.position}>
           <strong>{t.authorModel}</strong>
-          <pre>{entry.text}</pre>
+          <pre>{shown(entry.text)}</pre>
         </li>
       );
     case 'tool_call':
       return (
         <li className="turn tool-call" data-position={entry.position} data-tool-use-id={entry.tool_use_id}>
           <strong>
-            {t.toolCall}: <code>{entry.tool}</code>
+            {t.toolCall}: <code>{shown(entry.tool)}</code>
           </strong>{' '}
-          <code className="tool-use-id">{entry.tool_use_id}</code>
-          <pre>{entry.input}</pre>
+          <code className="tool-use-id">{shown(entry.tool_use_id)}</code>
+          <pre>{shown(entry.input)}</pre>
         </li>
       );
     case 'tool_result':
@@ -45,16 +46,16 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
           data-tool-use-id={entry.tool_use_id}
         >
           <strong>
-            {entry.is_error ? t.toolError : t.toolResult}: <code>{entry.tool}</code>
+            {entry.is_error ? t.toolError : t.toolResult}: <code>{shown(entry.tool)}</code>
           </strong>{' '}
-          <code className="tool-use-id">{entry.tool_use_id}</code>
-          <pre>{entry.output}</pre>
+          <code className="tool-use-id">{shown(entry.tool_use_id)}</code>
+          <pre>{shown(entry.output)}</pre>
         </li>
       );
     case 'model_request':
       return (
         <li className="turn model-request" data-position={entry.position}>
-          {t.modelRequest(entry.model, entry.attempts, entry.duration_ms)}
+          {t.modelRequest(shown(entry.model), entry.attempts, entry.duration_ms)}
           {entry.input_tokens !== null && <> · {t.tokens(entry.input_tokens, entry.output_tokens ?? 0)}</>}
         </li>
       );
