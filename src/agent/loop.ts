@@ -920,6 +920,9 @@ export async function runAgent(
       // run cannot go on, and ends saying why instead of leaving the session open.
       return run.end('failed', `the run stopped: Baton refused (${error.code}): ${error.message}`);
     }
+    // Anything else is a fault of Baton's own: the session still ends, saying so, and the fault
+    // goes on to the caller.
+    await run.end('failed', `the run broke down: ${String(error)}`).catch(() => undefined);
     throw error;
   }
 }
