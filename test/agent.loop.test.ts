@@ -525,6 +525,47 @@ describe('how a managed run ends', () => {
     expect(sent(scripted.calls[1]!)).toContain('"content":"go"');
   });
 
+  it('lets the model read the contract whole and revise it, as the model: the next turn sees revision 2', async () => {
+    const revised = {
+      ...authored,
+      criteria: [
+        ...authored.criteria,
+        {
+          criterion_id: 'changelog',
+          statement: 'CHANGES.md exists',
+          kind: { type: 'file_exists', path: 'CHANGES.md' },
+        },
+      ],
+      items: [...authored.items, { item_id: 'log', title: 'Write CHANGES.md', criterion_ids: ['changelog'] }],
+    };
+    answers.push(
+      JSON.stringify(authored),
+      calls({ id: 'g', name: 'work', input: { operation: 'get' } }),
+      calls({
+        id: 'r',
+        name: 'work',
+        input: { operation: 'revise', ...revised, reason: 'a changelog is needed too' },
+      }),
+      { status: 503, body: 'stop here' },
+      { status: 503, body: 'stop here' },
+      { status: 503, body: 'stop here' },
+    );
+    const { result } = await agent('openai', { prompt: 'go', start: { work_mode: 'managed', workspace } });
+    const outputs = await outputsOf();
+    expect(outputs.get('g')).toContain('"objective":"Write the release note"');
+    expect(outputs.get('r')).toContain('<work_contract revision="2">');
+    expect(sent(scripted.calls[3]!)).toContain('<work_contract revision=\\"2\\">');
+    const contract = result.work.projection!.contracts[0]!;
+    expect(contract.revision).toBe(2);
+    expect(contract.items.map((item) => item.item_id)).toEqual(['note', 'log']);
+    const revision = (await entries()).find(
+      (entry) =>
+        entry.type === 'work_event' &&
+        (entry.content as { kind: { type: string } }).kind.type === 'contract_revised',
+    );
+    expect((revision!.content as { actor: unknown }).actor).toEqual({ type: 'model', id: 'openai/agent-1' });
+  });
+
   it('pauses when the model asks the person: nothing effectful runs after the question, the session stays open', async () => {
     answers.push(
       JSON.stringify(authored),

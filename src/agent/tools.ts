@@ -16,9 +16,12 @@ import {
   reassignItem,
   readWork,
   requestInput,
+  reviseContract,
+  reviseFields,
   transitionItem,
   type WorkSnapshot,
 } from '../app/work.ts';
+import { scrubSecrets } from '../core/secrets.ts';
 import { isHidden, openedInside, privateFiles, realPath, workspaceChecker } from '../app/workspace-paths.ts';
 import { isBatonError } from '../core/errors.ts';
 import { clipText } from '../core/text.ts';
@@ -264,6 +267,14 @@ const shell: AgentTool = {
   },
 };
 
+/** A revision as the model proposes it: the whole next definition, against the live revision. */
+const {
+  session_id: _session,
+  contract_id: _contract,
+  previous_revision: _previous,
+  ...reviseShape
+} = reviseFields;
+
 const workInput = z.discriminatedUnion('operation', [
   z.strictObject({ operation: z.literal('get') }),
   z.strictObject({
@@ -284,25 +295,37 @@ const workInput = z.discriminatedUnion('operation', [
     evidence: evidenceRefSchema.optional().describe('any other evidence reference'),
   }),
   z.strictObject({ operation: z.literal('request_input'), question: z.string().min(1).max(4000) }),
+  z.strictObject({ operation: z.literal('revise'), ...reviseShape }),
 ]);
 type WorkInput = z.output<typeof workInput>;
 
-/** The live contract's state for the model: ids, statuses and what stopping needs; never tool output. */
-function workText(snapshot: WorkSnapshot): string {
-  return snapshot.control_block ?? 'No work contract is live in this session.';
+/**
+ * The live contract's state for the model: the control block (ids, statuses, what stopping
+ * needs; never tool output) and, for `get`, the contract's definition as JSON, which a revise
+ * restates with its changes. Stored text, scrubbed: data, never instruction.
+ */
+function workText(snapshot: WorkSnapshot, definition = false): string {
+  const block = snapshot.control_block ?? 'No work contract is live in this session.';
+  const contract = snapshot.contract?.contract;
+  if (!definition || !contract) return block;
+  const { objective, constraints, assumptions, criteria, items } = contract;
+  return `${block}\nThe contract's definition (restate it whole, changed, to revise):\n${
+    scrubSecrets(JSON.stringify({ objective, constraints, assumptions, criteria, items })).text
+  }`;
 }
 
 const work: AgentTool = {
   name: 'work',
   effect: 'work',
   description:
-    'Managed work: get the contract; transition an item (ready → running, running → blocked, running → ready_for_verification, blocked → ready); attach evidence to an item (a tool call of yours by tool_use_id); request input from the person. Only the verifier marks items succeeded. Calling it grants no tool, network, credential or execution authority.',
+    'Managed work: get the contract; transition an item (ready → running, running → blocked, running → ready_for_verification, blocked → ready); attach evidence to an item (a tool call of yours by tool_use_id); revise the contract (restate its whole definition, changed: objective, items, criteria, constraints, assumptions, and a reason); request input from the person. Only the verifier marks items succeeded. Calling it grants no tool, network, credential or execution authority.',
   input: workInput,
   async run(context, input: WorkInput) {
     const { deps, project_id, actor } = context;
     const session_id = context.header.session_id;
     try {
-      if (input.operation === 'get') return ok(workText(await readWork(deps, project_id, { session_id })));
+      if (input.operation === 'get')
+        return ok(workText(await readWork(deps, project_id, { session_id }), true));
       const contract = activeContract((await readWork(deps, project_id, { session_id })).projection);
       if (!contract) return refused('no work contract is live in this session');
       const which = { session_id, contract_id: contract.contract_id, revision: contract.revision };
@@ -344,6 +367,19 @@ const work: AgentTool = {
             : { type: 'tool_result' as const, session_id, tool_use_id: input.tool_use_id });
         if (evidence === undefined) return refused('name the evidence: tool_use_id, or evidence');
         after = await attachEvidence(deps, project_id, { ...which, item_id: input.item_id, evidence }, actor);
+      } else if (input.operation === 'revise') {
+        const { operation: _operation, ...definition } = input;
+        after = await reviseContract(
+          deps,
+          project_id,
+          {
+            ...definition,
+            session_id,
+            contract_id: contract.contract_id,
+            previous_revision: contract.revision,
+          },
+          actor,
+        );
       } else {
         after = await requestInput(deps, project_id, { ...which, question: input.question }, actor);
       }
