@@ -42,7 +42,7 @@ import { uuidv7Generator } from '../core/ids.ts';
 import type { AgentConfig } from '../core/work/config.ts';
 import { childScopeRefusal, writeScopeRefusal } from '../core/work/claims.ts';
 import { personReasons } from '../core/work/gate.ts';
-import type { Actor } from '../core/work/model.ts';
+import { awaitsPerson, type Actor } from '../core/work/model.ts';
 import { activeContract } from '../core/work/projector.ts';
 import { type SessionEntryType, type SessionHeader, type TerminalStatus } from '../core/work/session.ts';
 import {
@@ -59,7 +59,7 @@ import {
   type ChatToolCall,
 } from './models.ts';
 import { decideToolCall } from './permissions.ts';
-import { agentTools, chatTool, offeredTools, type ToolOutcome } from './tools.ts';
+import { agentTools, chatTool, offeredTools, refusalText, type ToolOutcome } from './tools.ts';
 
 export interface AgentRunInput {
   readonly session_id: string;
@@ -407,7 +407,7 @@ class Run {
     const tool = agentTools.get(call.name);
     const decision = decideToolCall(tool, call.name, this.header);
     const contract = activeContract((await this.work()).projection);
-    const paused = contract !== undefined && ['draft', 'awaiting_input'].includes(contract.status);
+    const paused = contract !== undefined && awaitsPerson(contract);
     const effectful = tool !== undefined && tool.effect !== 'read' && tool.effect !== 'work';
     const workerRefusal = effectful ? await this.workerRefusal() : null;
     let outcome: ToolOutcome;
@@ -493,7 +493,7 @@ class Run {
   /** `needs_input` when the live contract waits for a person (the model asked, say), else null. */
   async paused(): Promise<AgentRunResult | null> {
     const before = activeContract((await this.work()).projection);
-    if (!before || !['draft', 'awaiting_input'].includes(before.status)) return null;
+    if (!before || !awaitsPerson(before)) return null;
     // Nothing runs while the run waits: the items it was working on are blocked on the
     // question, so reopening the session later does not take them for interrupted work, and
     // the model takes them up again (blocked → ready → running) once the person answered.
@@ -516,7 +516,7 @@ class Run {
     const work = await this.work();
     const contract = activeContract(work.projection) ?? before;
     // The person may have answered meanwhile: then the run goes on.
-    if (!['draft', 'awaiting_input'].includes(contract.status)) return null;
+    if (!awaitsPerson(contract)) return null;
     return this.result(
       'needs_input',
       `contract ${contract.contract_id} is ${contract.status}: a person confirms or answers it first${contract.status_reason ? ` (${contract.status_reason})` : ''}`,
@@ -568,11 +568,7 @@ class Run {
       );
     } catch (error) {
       if (!isBatonError(error)) throw error;
-      const rule = (error.data as { rule?: unknown } | undefined)?.rule;
-      return {
-        output: `refused (${error.code}${typeof rule === 'string' ? `, ${rule}` : ''}): ${error.message}`,
-        is_error: true,
-      };
+      return { output: refusalText(error), is_error: true };
     }
     const prompt = [
       `You are a worker for session ${session_id}. Work only item ${JSON.stringify(item_id)} of its contract: ${definition.title}`,
@@ -899,7 +895,7 @@ export async function runAgent(
       if (refused !== null) return refused;
     }
     const contract = activeContract((await run.work()).projection);
-    if (contract && ['draft', 'awaiting_input'].includes(contract.status)) {
+    if (contract && awaitsPerson(contract)) {
       return run.result(
         'needs_input',
         `the contract is ${contract.status}: a person confirms or answers it first`,

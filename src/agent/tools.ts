@@ -23,7 +23,7 @@ import {
 } from '../app/work.ts';
 import { scrubSecrets } from '../core/secrets.ts';
 import { isHidden, openedInside, privateFiles, realPath, workspaceChecker } from '../app/workspace-paths.ts';
-import { isBatonError } from '../core/errors.ts';
+import { isBatonError, type BatonError } from '../core/errors.ts';
 import { clipText } from '../core/text.ts';
 import { evidenceRefSchema, workIdSchema, workItemStatuses, type Actor } from '../core/work/model.ts';
 import { activeContract } from '../core/work/projector.ts';
@@ -69,6 +69,12 @@ export const fileBytesLimit = 256 * 1024;
 const listLimit = 500;
 /** What the ledger keeps of a shell command's output, per stream. */
 const shellOutputBytes = 32 * 1024;
+
+/** A refusal as the model reads it: `refused (code, rule): message`. */
+export function refusalText(error: BatonError): string {
+  const rule = (error.data as { rule?: unknown } | undefined)?.rule;
+  return `refused (${error.code}${typeof rule === 'string' ? `, ${rule}` : ''}): ${error.message}`;
+}
 
 const ok = (output: string, changed?: string): ToolOutcome => ({
   output,
@@ -385,12 +391,7 @@ const work: AgentTool = {
       }
       return ok(workText(after));
     } catch (error) {
-      if (isBatonError(error)) {
-        const rule = (error.data as { rule?: unknown } | undefined)?.rule;
-        return refused(
-          `refused (${error.code}${typeof rule === 'string' ? `, ${rule}` : ''}): ${error.message}`,
-        );
-      }
+      if (isBatonError(error)) return refused(refusalText(error));
       throw error;
     }
   },

@@ -7,7 +7,7 @@
  */
 import { posix } from 'node:path';
 import { BatonError } from '../errors.ts';
-import { terminalContractStatuses, type WorkItemStatus } from './model.ts';
+import { awaitsPerson, terminalContractStatuses, type WorkItemStatus } from './model.ts';
 import type { ContractProjection, WorkProjection } from './projector.ts';
 
 /** Statuses in which an item holds its path claims. */
@@ -114,7 +114,7 @@ export function writeScopeRefusal(
   if (contract === undefined) {
     return options.managed ? 'no work contract is live in this session: nothing is agreed to change' : null;
   }
-  if (contract.status === 'draft' || contract.status === 'awaiting_input') {
+  if (awaitsPerson(contract)) {
     return `contract ${contract.contract_id} is ${contract.status}: nothing changes until a person confirms or answers it`;
   }
   const definitions = new Map(contract.contract.items.map((item) => [item.item_id, item]));

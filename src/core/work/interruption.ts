@@ -11,7 +11,7 @@ import type { WorkClaim } from '../continuity/claims.ts';
 import type { SourceRef } from '../ledger/source.ts';
 import { clipText } from '../text.ts';
 import { ownerText } from './describe.ts';
-import type { WorkItemStatus } from './model.ts';
+import { awaitsPerson, type WorkItemStatus } from './model.ts';
 import { contractVerdicts, managedWorkSourceKey } from './outcome.ts';
 import type { ContractProjection, WorkItemState } from './projector.ts';
 import type { TerminalStatus } from './session.ts';
@@ -92,7 +92,7 @@ function nextAction(session_id: string, contract: ContractProjection): WorkClaim
   const open = contract.contract.assumptions.filter(
     (assumption) => assumption.requires_confirmation && assumption.resolution === null,
   );
-  if (contract.status === 'draft' || contract.status === 'awaiting_input') {
+  if (awaitsPerson(contract)) {
     const questions = open.map((assumption) => `${assumption.assumption_id}: ${assumption.text}`).join('; ');
     return declared(
       clipText(

@@ -38,6 +38,11 @@ export const terminalContractStatuses: ReadonlySet<ContractStatus> = new Set([
   'unverified',
 ]);
 
+/** Whether a contract waits for a person (to confirm a draft, or answer it) before any work goes on. */
+export function awaitsPerson(contract: { readonly status: ContractStatus }): boolean {
+  return contract.status === 'draft' || contract.status === 'awaiting_input';
+}
+
 export const workItemStatuses = [
   'proposed',
   'ready',
