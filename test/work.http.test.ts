@@ -174,7 +174,7 @@ for (const backend of backends) {
       const transcript = await get('/v1/sessions/s1/transcript');
       expect([transcript.status, transcript.body]).toEqual([
         200,
-        { session_id: 's1', entries: [], total: 0, trust: 'untrusted_history' },
+        { session_id: 's1', goal: null, entries: [], total: 0, trust: 'untrusted_history' },
       ]);
       expectError(await get('/v1/sessions/nobody/transcript'), 404, 'not_found');
       const listed = await get('/v1/sessions');

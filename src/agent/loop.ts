@@ -18,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { AppDeps } from '../app/deps.ts';
 import { stopGate, type StopGateResult } from '../app/gate.ts';
+import { auditGoal } from '../app/goal.ts';
 import { verifyWork, type CriterionProgress } from '../app/verify.ts';
 import {
   createContract,
@@ -41,8 +42,10 @@ import { scrubSecrets, secretValuesFromEnv } from '../core/secrets.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import type { AgentConfig } from '../core/work/config.ts';
 import { childScopeRefusal, writeScopeRefusal } from '../core/work/claims.ts';
+import { failedGoalAudits, maxGoalAudits } from '../core/work/goal.ts';
+import type { SemanticJudge } from '../core/work/judge.ts';
 import { personReasons } from '../core/work/gate.ts';
-import { awaitsPerson, type Actor } from '../core/work/model.ts';
+import { awaitsPerson, type Actor, type Verdict } from '../core/work/model.ts';
 import { activeContract } from '../core/work/projector.ts';
 import { type SessionEntryType, type SessionHeader, type TerminalStatus } from '../core/work/session.ts';
 import {
@@ -67,6 +70,11 @@ export interface AgentRunInput {
   readonly prompt?: string;
   /** Used only when the session is new: its header (mode, workspace, capabilities, binding). */
   readonly start: Omit<StartSessionInput, 'session_id'>;
+  /**
+   * Goal mode, for a new session: what must be true when it ends. The session ends `completed`
+   * only after the judge's goal audit passes (docs/agent.md, "Goal mode").
+   */
+  readonly goal?: string;
 }
 
 /** What the run tells whoever watches it, as it happens. */
@@ -85,6 +93,9 @@ export type AgentEvent =
     }
   | { readonly type: 'verify'; readonly progress: CriterionProgress }
   | { readonly type: 'gate'; readonly decision: 'allow' | 'block'; readonly reasons: readonly string[] }
+  /** The goal audit started (the judge may take a while). */
+  | { readonly type: 'auditing' }
+  | { readonly type: 'goal'; readonly verdict: Verdict; readonly reason: string }
   /** Something a child session (a worker the model handed an item to) did. */
   | { readonly type: 'child'; readonly session_id: string; readonly event: AgentEvent };
 
@@ -100,6 +111,8 @@ export interface AgentRunOptions {
   readonly protected_paths?: readonly string[];
   /** The wait before the first retry of a model request; each next one waits four times longer. Default 1000 ms. */
   readonly retry_delay_ms?: number;
+  /** The judge of the goal audit (and of semantic criteria); default deps.judge. */
+  readonly judge?: SemanticJudge;
 }
 
 /** Model requests asked again when the server could not be reached, was overloaded or failed. */
@@ -126,6 +139,16 @@ export interface AgentRunResult {
     readonly output_tokens: number;
   };
   readonly work: WorkSnapshot;
+  /**
+   * Goal mode: the session's goal and this run's audits of it (the last one's verdict and
+   * reason, null before any ran); null when the session has no goal.
+   */
+  readonly goal: {
+    readonly statement: string;
+    readonly audits: number;
+    readonly verdict: Verdict | null;
+    readonly reason: string;
+  } | null;
 }
 
 const systemPrompt = [
@@ -193,6 +216,8 @@ class Run {
   readonly newId: () => string;
   turns = 0;
   final_text = '';
+  /** This run's goal audits: how many, and the last one's verdict. */
+  audits = { count: 0, verdict: null as Verdict | null, reason: '' };
   usage = { requests: 0, input_tokens: 0, output_tokens: 0 };
   /** Every tool call id of the session so far (filled when the loop starts). */
   callIds = new Set<string>();
@@ -256,9 +281,11 @@ class Run {
     await this.deps.store.append(this.stream, entries);
   }
 
-  async entries(): Promise<ConversationEntry[]> {
+  /** The conversation's entries; with `goal`, the goal audits' receipts among them. */
+  async entries(options: { goal?: boolean } = {}): Promise<ConversationEntry[]> {
     const read: ConversationEntry[] = [];
-    for await (const entry of this.deps.store.readStream(this.stream, { kinds: conversationKinds })) {
+    const kinds = options.goal ? [...conversationKinds, 'receipt'] : conversationKinds;
+    for await (const entry of this.deps.store.readStream(this.stream, { kinds })) {
       read.push(entry);
     }
     return read;
@@ -286,7 +313,73 @@ class Run {
       final_text: this.final_text,
       usage: { ...this.usage },
       work,
+      goal:
+        this.header.goal === undefined
+          ? null
+          : {
+              statement: this.header.goal,
+              audits: this.audits.count,
+              verdict: this.audits.verdict,
+              reason: this.audits.reason,
+            },
     };
+  }
+
+  /**
+   * The work is done as far as the gate goes. Without a goal the session ends `completed`. With
+   * one, the judge audits it first: passed ends it `completed` (audited completion); a judge that
+   * could not decide (unavailable, timed out) ends it `failed`. Not met: while the session has no
+   * contract, the reason is said back to the model and the loop goes on (null), until
+   * `maxGoalAudits` in a row have not passed; after a completed contract nothing more can be
+   * done under it, so the session ends `failed`: work mode and goal mode both must pass.
+   */
+  async audited(why: string, contractEnded: boolean): Promise<AgentRunResult | null> {
+    const goal = this.header.goal;
+    if (goal === undefined) return this.end('completed', why);
+    this.emit({ type: 'auditing' });
+    let audit;
+    try {
+      audit = await auditGoal(this.deps, this.project_id, this.header.session_id, {
+        ...(this.options.judge ? { judge: this.options.judge } : {}),
+        ...(this.options.env ? { env: this.options.env } : {}),
+        ...(this.signal ? { signal: this.signal } : {}),
+      });
+    } catch (error) {
+      if (!isBatonError(error)) throw error;
+      return this.end('failed', `the goal audit could not run (${error.code}): ${error.message}`);
+    }
+    if (this.signal?.aborted) return this.end('aborted', 'the run was cancelled');
+    this.audits = { count: this.audits.count + 1, verdict: audit.verdict, reason: audit.reason };
+    this.emit({ type: 'goal', verdict: audit.verdict, reason: audit.reason });
+    if (audit.verdict === 'passed')
+      return this.end('completed', `${why}; the goal audit passed: ${audit.reason}`);
+    if (audit.verdict !== 'failed' && audit.verdict !== 'unknown') {
+      return this.end('failed', `the goal audit could not decide (${audit.verdict}): ${audit.reason}`);
+    }
+    if (contractEnded) {
+      return this.end(
+        'failed',
+        `the contract completed, but the goal audit did not pass (${audit.verdict}): ${audit.reason}`,
+      );
+    }
+    const failed = failedGoalAudits(await this.entries({ goal: true }));
+    if (failed >= maxGoalAudits) {
+      return this.end(
+        'failed',
+        `the goal audit did not pass ${failed} times in a row; the last (${audit.verdict}): ${audit.reason}`,
+      );
+    }
+    await this.append(
+      batonMessage(
+        [
+          `Baton: you cannot stop yet. The goal audit found the goal not met (${audit.verdict}, ${failed} of ${maxGoalAudits} in a row):`,
+          audit.reason,
+          `The goal: ${goal}`,
+          'Continue the work until the goal is met, then stop again.',
+        ].join('\n'),
+      ),
+    );
+    return null;
   }
 
   /**
@@ -659,7 +752,7 @@ class Run {
       if (last !== undefined && last.status !== 'completed') {
         return this.end('failed', `contract ${last.contract_id} ended ${last.status}`);
       }
-      return this.end('completed', 'the model finished its answer');
+      return this.audited('the model finished its answer', last !== undefined);
     }
     let verifyRefusal: string | null = null;
     if (['active', 'blocked', 'verifying'].includes(contract.status)) {
@@ -721,7 +814,7 @@ class Run {
           gate.exhausted?.reason ?? `the contract ended ${ended?.status ?? 'without completing'}`,
         );
       }
-      return this.end('completed', 'the contract completed: every required item and criterion verified');
+      return this.audited('the contract completed: every required item and criterion verified', true);
     }
     if (reasons.some((reason) => personReasons.has(reason.code))) {
       const why = reasons.map((reason) => reason.message).join('; ');
@@ -864,8 +957,29 @@ export async function runAgent(
       session_id: input.session_id,
     });
   }
+  if (stored !== null && input.goal !== undefined && input.goal !== stored.goal) {
+    throw new BatonError(
+      'invalid_input',
+      `session "${input.session_id}" exists: its goal is set when it starts, and stays`,
+      { session_id: input.session_id, rule: 'goal_fixed' },
+    );
+  }
+  // Goal mode needs its judge: refused before anything is written, not found out at the end.
+  if ((stored?.goal ?? input.goal) !== undefined && (options.judge ?? deps.judge) === undefined) {
+    throw new BatonError(
+      'precondition_failed',
+      'goal mode needs a judge to audit the goal: configure [judge] (docs/judge.md)',
+      { session_id: input.session_id, rule: 'goal_needs_judge' },
+    );
+  }
   const header =
-    stored ?? (await startSession(deps, project_id, { ...input.start, session_id: input.session_id }));
+    stored ??
+    (await startSession(
+      deps,
+      project_id,
+      { ...input.start, session_id: input.session_id },
+      input.goal === undefined ? {} : { goal: input.goal },
+    ));
   if (stored !== null) await reconcileWork(deps, project_id, { session_id: stored.session_id });
   const existing = await readWork(deps, project_id, { session_id: header.session_id });
   if (existing.terminal !== null) {

@@ -10,6 +10,8 @@ import { parseRecord } from '../core/records.ts';
 import { sessionIdSchema } from '../core/ledger/names.ts';
 import { scrubSecrets } from '../core/secrets.ts';
 import { clipText } from '../core/text.ts';
+import { goalAuditPurpose, goalAuditSchema } from '../core/work/goal.ts';
+import { verdicts } from '../core/work/model.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import type { AppDeps } from './deps.ts';
 import { sessionStream } from './work.ts';
@@ -48,11 +50,20 @@ export const transcriptEntrySchema = z.discriminatedUnion('type', [
     input_tokens: z.number().int().min(0).nullable(),
     output_tokens: z.number().int().min(0).nullable(),
   }),
+  /** Goal mode: the judge's audit of the session's goal (docs/agent.md). */
+  z.object({
+    ...base,
+    type: z.literal('goal_audit'),
+    verdict: z.enum(verdicts),
+    reason: z.string(),
+  }),
 ]);
 export type TranscriptEntry = z.output<typeof transcriptEntrySchema>;
 
 export const transcriptSchema = z.object({
   session_id: z.string(),
+  /** The session's goal (goal mode), or null. */
+  goal: z.string().nullable(),
   entries: z.array(transcriptEntrySchema).readonly(),
   /** Conversation entries in the whole session; more than `entries` holds when older ones were left out. */
   total: z.number().int().min(0),
@@ -62,7 +73,7 @@ export type Transcript = z.output<typeof transcriptSchema>;
 
 export const transcriptFields = { session_id: sessionIdSchema };
 
-const kinds = ['user_message', 'assistant_message', 'tool_call', 'tool_result', 'receipt'];
+const kinds = ['session_header', 'user_message', 'assistant_message', 'tool_call', 'tool_result', 'receipt'];
 
 const modelTurn = z.object({
   model: z.string().default(''),
@@ -107,7 +118,19 @@ function shown(entry: { type: string; content: unknown; position: number; record
     }
     case 'receipt': {
       const parsed = sessionEntrySchemas.receipt.safeParse(entry.content);
-      if (!parsed.success || parsed.data.purpose !== 'model_turn') return null;
+      if (!parsed.success) return null;
+      if (parsed.data.purpose === goalAuditPurpose) {
+        const audit = goalAuditSchema.safeParse(parsed.data.details);
+        return audit.success
+          ? {
+              ...at,
+              type: 'goal_audit' as const,
+              verdict: audit.data.verdict,
+              reason: cut(audit.data.reason),
+            }
+          : null;
+      }
+      if (parsed.data.purpose !== 'model_turn') return null;
       const turn = modelTurn.safeParse(parsed.data.details);
       if (!turn.success) return null;
       const { provider, model, ...rest } = turn.data;
@@ -130,12 +153,19 @@ export async function readTranscript(deps: AppDeps, project_id: string, input: u
   const { head } = await deps.store.getStream(stream);
   const kept: TranscriptEntry[] = [];
   let total = 0;
+  let goal: string | null = null;
   for await (const entry of deps.store.readStream(stream, { to: head, kinds })) {
+    if (entry.type === 'session_header') {
+      const header = sessionEntrySchemas.session_header.safeParse(entry.content);
+      if (header.success && goal === null)
+        goal = clipText(scrubSecrets(header.data.goal ?? '').text, transcriptTextChars) || null;
+      continue;
+    }
     const item = shown(entry);
     if (item === null) continue;
     total += 1;
     kept.push(item);
     if (kept.length > transcriptLimit) kept.shift();
   }
-  return { session_id, entries: kept, total, trust: 'untrusted_history' };
+  return { session_id, goal, entries: kept, total, trust: 'untrusted_history' };
 }

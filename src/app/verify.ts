@@ -359,7 +359,7 @@ function budgetSpent(budget_ms: number): string {
 /** How much of one piece of evidence a judge may read, before its own budget cuts it. */
 const evidenceTextChars = 64 * 1024;
 /** How long reading the workspace's changes for a judge may take. */
-const diffTimeoutMs = 15_000;
+export const diffTimeoutMs = 15_000;
 /** Why the changes were not read, by the exit code the script below ends with. */
 const gitRefusals: Readonly<Record<number, string>> = {
   3: 'the workspace is not a Git work tree',
@@ -385,7 +385,7 @@ const gitChanges = [
   'g diff HEAD --no-ext-diff --no-textconv --no-color 2>/dev/null || g diff --no-ext-diff --no-textconv --no-color',
 ].join('\n');
 
-async function workspaceChanges(
+export async function workspaceChanges(
   workspace: string | null,
   hidden: readonly string[],
   limits: { timeout_ms: number; signal: AbortSignal | undefined; sandbox: SandboxOptions | undefined },

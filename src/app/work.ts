@@ -50,6 +50,7 @@ import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.
 import { workGate } from '../core/work/gate.ts';
 import { itemChange, readinessEvents, retryTarget, workEvent } from '../core/work/runtime.ts';
 import {
+  goalChars,
   sessionCapabilitiesSchema,
   sessionEntrySchemas,
   terminalStatuses,
@@ -179,12 +180,30 @@ async function requireLineage(
 }
 
 /** The header a session would start with: checked (its parent exists), not written. */
+/**
+ * What only Baton's own agent loop sets in a header (not start_session's callers): the goal,
+ * which only its loop audits (docs/agent.md, "Goal mode").
+ */
+export interface AgentSessionFields {
+  readonly goal?: string;
+}
+
+const agentSessionSchema = z.strictObject({
+  goal: z
+    .string()
+    .max(goalChars)
+    .refine((goal) => goal.trim() !== '', 'a goal says what must be true when the session ends')
+    .optional(),
+});
+
 async function sessionHeaderOf(
   deps: AppDeps,
   project_id: string,
   input: StartSessionInput,
+  own: AgentSessionFields = {},
 ): Promise<SessionHeader> {
   const parsed = parseRecord(startSessionSchema, input, 'session');
+  const { goal } = parseRecord(agentSessionSchema, own, 'session');
   if (parsed.workspace !== undefined) checkWorkspaceBoundary(deps, parsed.workspace);
   if (parsed.handoff_receipt_ref !== undefined) await requireSessionReceipt(deps, project_id, parsed);
   let capabilities = parsed.capabilities ?? {};
@@ -228,6 +247,7 @@ async function sessionHeaderOf(
     capabilities,
     ...(parsed.scope_id === undefined ? {} : { scope_id: parsed.scope_id }),
     ...(parsed.handoff_receipt_ref === undefined ? {} : { handoff_receipt_ref: parsed.handoff_receipt_ref }),
+    ...(goal === undefined ? {} : { goal }),
   });
   return header;
 }
@@ -260,8 +280,9 @@ export async function startSession(
   deps: AppDeps,
   project_id: string,
   input: StartSessionInput,
+  own: AgentSessionFields = {},
 ): Promise<SessionHeader> {
-  const header = await sessionHeaderOf(deps, project_id, input);
+  const header = await sessionHeaderOf(deps, project_id, input, own);
   const stream = sessionStream(project_id, header.session_id);
   const reopened = await deps.store.getStream(stream).then(
     ({ head }) => head > 0,

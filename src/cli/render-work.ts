@@ -257,6 +257,8 @@ function transcriptLines(entry: TranscriptEntry): string[] {
         `${at}· ${entry.model}: ${entry.attempts} attempt${entry.attempts === 1 ? '' : 's'}, ${entry.duration_ms} ms${tokens}`,
       ];
     }
+    case 'goal_audit':
+      return [`${at}goal audit: ${entry.verdict}`, ...block(entry.reason, 6)];
   }
 }
 
@@ -265,6 +267,7 @@ export function transcript(value: Transcript): string {
   const left = value.total - value.entries.length;
   return lines(
     `Session ${value.session_id} · ${value.total} conversation entries${left > 0 ? ` (the oldest ${left} left out)` : ''} · history, not instruction`,
+    value.goal !== null && `Goal: ${oneLine(value.goal)}`,
     value.total === 0 && 'No messages or tool calls in this session.',
     ...value.entries.flatMap(transcriptLines),
   );

@@ -9,7 +9,7 @@
 import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createToken } from '../../src/app/auth.ts';
-import { sessionStream, transitionItem, type WorkSnapshot } from '../../src/app/work.ts';
+import { sessionStream, startSession, transitionItem, type WorkSnapshot } from '../../src/app/work.ts';
 import type { WorkItemStatus } from '../../src/core/work/model.ts';
 import { logIn, phone, project_id, screenshot, type WebServer, browserSuite } from './harness.ts';
 import { contractBody, revisedBody } from '../helpers/work-surface.ts';
@@ -420,6 +420,35 @@ describe('the managed-work view', () => {
     expect(await page.evaluate('window.__hacked')).toBeUndefined();
     expect(await page.locator('img').count()).toBe(0);
     await screenshot(page, 'work-conversation', { fullPage: true });
+
+    // Goal mode: the goal above the conversation, each audit with its verdict, inert.
+    await startSession(web.deps, project_id, { session_id: 'goal-run' }, { goal: `Ship it ${hostile}` });
+    const audit = (verdict: string, reason: string) => ({
+      type: 'receipt',
+      content: {
+        schema: 'baton.receipt/v1',
+        receipt_id: `goal-${verdict}`,
+        purpose: 'goal_audit',
+        details: { verdict, reason, goal: 'Ship it' },
+      },
+      metadata: { kind: 'receipt' },
+    });
+    await web.deps.store.append(sessionStream(project_id, 'goal-run'), [
+      entry('user_message', { text: 'Ship the fix', author: 'person' }),
+      audit('failed', `judge: not shipped ${hostile}`),
+      audit('passed', 'judge: shipped'),
+    ]);
+    await openSession(page, 'goal-run');
+    const goalRun = page.locator('details.transcript');
+    await goalRun.locator('summary').click();
+    await goalRun.locator('.turns').waitFor();
+    expect(await goalRun.locator('p.goal').textContent()).toBe(`Goal: Ship it ${hostile}`);
+    const audits = goalRun.locator('.goal-audit');
+    expect(await audits.count()).toBe(2);
+    expect(await audits.nth(0).textContent()).toBe(`Goal audit: failedjudge: not shipped ${hostile}`);
+    expect(await audits.nth(1).getAttribute('class')).toContain('verdict-passed');
+    expect(await audits.nth(1).textContent()).toBe('Goal audit: passedjudge: shipped');
+    expect(await page.evaluate('window.__hacked')).toBeUndefined();
     expect(problems.errors).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 /**
  * A session's conversation (GET /v1/sessions/{id}/transcript), folded under the work: what the
- * person and Baton said, the model's turns, each tool call with its result, and each model
- * request's cost. Loaded when opened and again whenever the session's ledger moves while open.
+ * person and Baton said, the model's turns, each tool call with its result, each model
+ * request's cost, and in goal mode the goal and each audit of it. Loaded when opened and again whenever the session's ledger moves while open.
  * It is history to read: progress is the work above, never this.
  */
 import { useEffect, useState } from 'react';
@@ -59,6 +59,15 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
           {entry.input_tokens !== null && <> · {t.tokens(entry.input_tokens, entry.output_tokens ?? 0)}</>}
         </li>
       );
+    case 'goal_audit':
+      return (
+        <li className={`turn goal-audit verdict-${entry.verdict}`} data-position={entry.position}>
+          <strong>
+            {t.goalAudit}: {t.verdicts[entry.verdict]}
+          </strong>
+          <pre>{shown(entry.reason)}</pre>
+        </li>
+      );
   }
 }
 
@@ -100,6 +109,11 @@ export function SessionTranscript({
         {transcript !== null && ` (${transcript.total})`}
       </summary>
       <p className="hint">{t.conversationNote}</p>
+      {transcript?.goal != null && (
+        <p className="goal">
+          <strong>{t.goal}:</strong> {shown(transcript.goal)}
+        </p>
+      )}
       {failure !== null && (
         <p className="error" role="alert">
           {t.conversationLoadFailed}: {failureText(t, failure)}

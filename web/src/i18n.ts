@@ -245,6 +245,8 @@ const en = {
     `${model}: ${attempts} attempt${attempts === 1 ? '' : 's'}, ${ms} ms`,
   tokens: (input: number, output: number) => `${input} in / ${output} out tokens`,
   conversationLoadFailed: 'The conversation could not be loaded',
+  goal: 'Goal',
+  goalAudit: 'Goal audit',
   confirmTitle: 'Confirm the contract',
   confirmIntro:
     'The work starts once a person confirms it. Answer each open assumption; your answers are recorded with the contract.',
@@ -512,6 +514,8 @@ const zhCN: Messages = {
   modelRequest: (model: string, attempts: number, ms: number) => `${model}：${attempts} 次尝试，${ms} 毫秒`,
   tokens: (input: number, output: number) => `输入 ${input} / 输出 ${output} 个词元`,
   conversationLoadFailed: '无法加载对话',
+  goal: '目标',
+  goalAudit: '目标审计',
   confirmTitle: '确认约定',
   confirmIntro: '工作要在有人确认后才开始。请回答每个待确认的假设；你的回答会和约定一起记录。',
   resumeIntro: '约定受阻。再次确认后工作可以继续。',

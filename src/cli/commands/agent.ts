@@ -10,7 +10,7 @@ import { readSessionHeader } from '../../app/work.ts';
 import { chatRoute } from '../../agent/models.ts';
 import { uuidv7Generator } from '../../core/ids.ts';
 import { BatonError } from '../../core/errors.ts';
-import { sessionCapabilitiesSchema } from '../../core/work/session.ts';
+import { goalChars, sessionCapabilitiesSchema } from '../../core/work/session.ts';
 import { common, databaseHelp, oneOf, shellWord, text, UsageError, whole, type Command } from '../command.ts';
 import { appDeps, commandConfig, configHelp, configOption } from '../config.ts';
 import * as render from '../render-work.ts';
@@ -38,6 +38,10 @@ function progressLine(event: AgentEvent): string {
       return event.decision === 'allow'
         ? '  gate: stopping allowed'
         : `  gate: blocked: ${event.reasons.join('; ')}`;
+    case 'auditing':
+      return '  auditing the goal…';
+    case 'goal':
+      return `  goal audit: ${event.verdict}: ${event.reason}`;
     case 'child':
       return `  [${event.session_id}] ${progressLine(event.event).trim()}`;
   }
@@ -49,6 +53,9 @@ function ending(result: AgentRunResult): string {
     result.final_text === '' ? null : result.final_text.trimEnd(),
     '',
     `session ${result.session_id}: ${result.status} after ${result.turns} turn${result.turns === 1 ? '' : 's'}: ${result.reason}`,
+    result.goal === null
+      ? null
+      : `  goal: ${result.goal.statement.replace(/\s+/g, ' ').slice(0, 200)} (${result.goal.audits} audit${result.goal.audits === 1 ? '' : 's'} in this run${result.goal.verdict === null ? '' : `, the last ${result.goal.verdict}`})`,
     result.status === 'needs_input'
       ? `  answer it (baton work confirm --session ${shellWord(result.session_id)} …), then continue: ${resume}`
       : null,
@@ -75,9 +82,11 @@ const run: Command = {
   --read-only           the session may not change files (write_file is neither offered nor allowed)
   --scope SCOPE_ID      bind the session to a workstream: an ended contract records its Task
                         Outcome there, an interrupted run prepares a Handoff there
+  --goal TEXT           goal mode: what must be true at the end; the session ends completed
+                        only when the judge ([judge] in baton.toml) audits it as met
   --max-turns N         model turns before the run ends max_turns (default [agent] max_turns)
   --json                print the result as JSON: {session_id, status, reason, turns,
-                        final_text, usage, work} (docs/agent.md)
+                        final_text, usage, work, goal} (docs/agent.md)
 ${configHelp}
   --project ID          the project of the local database
 ${databaseHelp}
@@ -91,6 +100,7 @@ ${databaseHelp}
     'baton agent run "add a CHANGELOG entry for the login fix"',
     'baton agent run --mode managed "make npm test pass" --max-turns 40',
     'baton agent run --session run-7 --json',
+    'baton agent run "fix the flaky login test" --goal "npm test passes and no test was skipped or deleted"',
   ],
   fields: { session_id: '--session', workspace: '--workspace', scope_id: '--scope' },
   options: {
@@ -101,6 +111,7 @@ ${databaseHelp}
     workspace: { type: 'string' },
     'read-only': { type: 'boolean', default: false },
     scope: { type: 'string', short: 's' },
+    goal: { type: 'string' },
     'max-turns': { type: 'string' },
     project: { type: 'string', short: 'p' },
     server: { type: 'string' },
@@ -135,7 +146,13 @@ ${databaseHelp}
     const deps = await appDeps(context);
     const project_id = await context.project();
     const scope_id = text(values, 'scope');
-    const setsHeader = ['mode', 'workspace', 'scope'].filter((name) => text(values, name) !== undefined);
+    const goal = text(values, 'goal');
+    if (goal !== undefined && (goal.trim() === '' || goal.length > goalChars)) {
+      throw new UsageError(`--goal says what must be true at the end, in 1 to ${goalChars} characters`);
+    }
+    const setsHeader = ['mode', 'workspace', 'scope', 'goal'].filter(
+      (name) => text(values, name) !== undefined,
+    );
     if (values['read-only'] === true) setsHeader.push('read-only');
     if (given !== undefined && setsHeader.length > 0) {
       const existing = await readSessionHeader(deps, project_id, given).catch(() => null);
@@ -161,6 +178,7 @@ ${databaseHelp}
             capabilities: sessionCapabilitiesSchema.parse({ write: values['read-only'] !== true }),
             ...(scope_id === undefined ? {} : { scope_id }),
           },
+          ...(goal === undefined ? {} : { goal }),
         },
         {
           route: chatRoute(agent, context.io.env),

@@ -20,6 +20,9 @@ export type WorkMode = (typeof workModes)[number];
 
 const text = z.string().max(64 * 1024);
 
+/** The longest goal a session takes. */
+export const goalChars = 8000;
+
 /** What a session may do: contracts are validated against it (no escalation beyond it). */
 export const sessionCapabilitiesSchema = z.looseObject({
   write: z.boolean().default(true),
@@ -66,6 +69,12 @@ export const sessionEntrySchemas = {
     scope_id: scopeIdSchema.optional(),
     /** The accepted receipt the session took the work under: its outcomes name it, to cover it. */
     handoff_receipt_ref: sourceRefSchema.optional(),
+    /**
+     * Goal mode (docs/agent.md, "Goal mode"): what must be true when the session ends. Baton's
+     * agent loop ends it `completed` only after the read-only judge's goal audit passes. Written
+     * only when set, never inherited by a child.
+     */
+    goal: z.string().min(1).max(goalChars).optional(),
   }),
   user_message: recordSchema('baton.user-message/v1', {
     text,
