@@ -140,7 +140,7 @@ describe('baton work on the local store', () => {
         '      criteria: tests (no verdict), style (no verdict)',
         '      evidence: ledger_entry s1 entry 1',
         '      evidence: tool_result s1 toolu_9 (unavailable: missing_entry)',
-        '      evidence: flow_node release run r1 node n1 (unavailable: outside_ledger)',
+        '      evidence: flow_node release run r1 node n1 (unavailable: missing_entry)',
         '  docs  proposed  Document the change',
       ].join('\n'),
     );
@@ -148,7 +148,7 @@ describe('baton work on the local store', () => {
     expect(watched.stdout.split('\n').map((line) => line.split('  ').slice(2, 4).join('  '))).toEqual([
       'WorkEvidenceAttached  item code evidence ledger_entry s1 entry 1',
       'WorkEvidenceAttached  item code evidence tool_result s1 toolu_9 (unavailable: missing_entry)',
-      'WorkEvidenceAttached  item code evidence flow_node release run r1 node n1 (unavailable: outside_ledger)',
+      'WorkEvidenceAttached  item code evidence flow_node release run r1 node n1 (unavailable: missing_entry)',
       '',
     ]);
   });

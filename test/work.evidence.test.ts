@@ -67,7 +67,10 @@ const cases: [EvidenceRef, EvidenceAvailability][] = [
   [{ type: 'child_session', session_id: 's-1' }, unavailable('not_a_child')],
   [{ type: 'child_session', session_id: 'nobody' }, unavailable('missing_session')],
   [{ type: 'child_session', session_id: '..' }, unavailable('missing_session')],
-  [{ type: 'flow_node', flow: 'release', run_id: 'r1', node_id: 'n1' }, unavailable('outside_ledger')],
+  // A flow node resolves by the executor's receipt in the attaching session.
+  [{ type: 'flow_node', flow: 'release', run_id: 'r1', node_id: 'n1' }, available],
+  [{ type: 'flow_node', flow: 'release', run_id: 'r1', node_id: 'n2' }, unavailable('missing_entry')],
+  [{ type: 'flow_node', flow: 'release', run_id: 'r2', node_id: 'n1' }, unavailable('missing_entry')],
   [{ type: 'external_operation', integration: 'github', operation_id: 'o1' }, unavailable('outside_ledger')],
 ];
 
@@ -93,6 +96,11 @@ for (const backend of backends) {
         entry('checkpoint', { checkpoint: 'ck-1' }),
         entry('user_message', { text: 'keep going' }),
         entry('checkpoint', { checkpoint: 'ck-2' }),
+        entry('receipt', {
+          receipt_id: 'r1.n1',
+          purpose: 'flow_node',
+          details: { flow: 'release', run_id: 'r1', node_id: 'n1', status: 'passed' },
+        }),
       ]);
       await work.startSession(deps, 'acme', { session_id: 'kid', parent_session_id: 's-1' });
       await work.startSession(deps, 'acme', { session_id: 'other' });
@@ -269,10 +277,10 @@ for (const backend of backends) {
 
     it('resolves an entry of its own session against the head it is appended after', async () => {
       const { deps } = await setup();
-      // Position 10 is where this very event lands: not there when it was decided.
-      const own: EvidenceRef = { type: 'ledger_entry', session_id: 's-1', entry_id: '10' };
+      // Position 11 is where this very event lands: not there when it was decided.
+      const own: EvidenceRef = { type: 'ledger_entry', session_id: 's-1', entry_id: '11' };
       const attached = await attach(deps, own);
-      expect(attached.position).toBe(10);
+      expect(attached.position).toBe(11);
       expect(attached.contract!.items[0]!.evidence_availability).toEqual([unavailable('missing_entry')]);
     });
   });

@@ -160,6 +160,7 @@ const systemPrompt = [
 
 const managedPrompt = [
   'This session runs managed work: the <work_contract> block after the conversation is the current contract.',
+  'An item owned by a flow (flow:NAME) is run with the flow tool, not by hand.',
   'Before working on an item, move it to running with the work tool; when it is done, attach the tool calls that show it (attach_evidence with their tool_use_id) and move it to ready_for_verification.',
   'Only the verifier marks items succeeded. When you stop, Baton verifies the contract; if work remains, it tells you why and you continue.',
 ].join('\n');
@@ -173,13 +174,16 @@ const {
 } = createContractFields;
 const contractInput = z.strictObject(contractShape);
 
-function authoringPrompt(schema: string): string {
+function authoringPrompt(schema: string, flows: readonly string[]): string {
   return [
     'You write work contracts for an agent runtime. Answer with one JSON object only, no prose, matching this JSON Schema:',
     schema,
     'Rules: every item needs an item_id, a title and criterion_ids naming criteria that decide it; dependencies name other item_ids (no cycles).',
     'Prefer deterministic criteria (file_exists, file_contains, shell, tool_succeeded) over semantic ones.',
     'List assumptions; set requires_confirmation only when one changes destructive scope, security, cost, external side effects or the acceptance criteria.',
+    flows.length === 0
+      ? 'This session may run no static flow: use no flow owner and no flow_completed criterion.'
+      : `Static flows this session may run (deterministic checks baton.toml declares): ${flows.join(', ')}. An item they should run has owner {"type": "flow", "name": NAME}; a flow_completed criterion {"type": "flow_completed", "flow": NAME} passes when its latest run completed.`,
   ].join('\n');
 }
 
@@ -441,7 +445,7 @@ class Run {
     const schema = JSON.stringify(z.toJSONSchema(contractInput, { io: 'input' }));
     const { answer, receipt: spent } = await this.dispatch(
       {
-        system: authoringPrompt(schema),
+        system: authoringPrompt(schema, this.header.capabilities.flows),
         messages: messages.filter((message) => message.role === 'user'),
         tools: [],
         tail: null,
@@ -525,6 +529,7 @@ class Run {
               actor: this.actor,
               shell_timeout_ms: this.options.config.shell_timeout_ms,
               signal: this.signal ?? new AbortController().signal,
+              env: this.options.env ?? process.env,
               delegate: (item_id, instructions) => this.delegate(item_id, instructions),
               protected: this.protectedPaths,
               // Judged on real paths: a link inside a claimed folder does not lead out of it.

@@ -8,9 +8,9 @@ import type { SessionHeader } from '../core/work/session.ts';
 
 /**
  * What a tool does to the world: read the workspace, write it, run a command, change work
- * state, or start a child session (a worker) on an item.
+ * state, start a child session (a worker) on an item, or run a static flow for an item.
  */
-export type ToolEffect = 'read' | 'write' | 'execute' | 'work' | 'delegate';
+export type ToolEffect = 'read' | 'write' | 'execute' | 'work' | 'delegate' | 'flow';
 
 export type PermissionDecision =
   | { readonly allowed: true }
@@ -23,7 +23,8 @@ export type PermissionDecision =
         | 'no_workspace'
         | 'not_managed'
         | 'nested_child'
-        | 'owner_not_granted';
+        | 'owner_not_granted'
+        | 'flow_not_granted';
       readonly reason: string;
     };
 
@@ -36,7 +37,9 @@ export type PermissionDecision =
  * - reading, writing and running commands need a workspace;
  * - the work tool exists only in managed mode;
  * - delegating (task) needs managed mode, a session that is not itself a child (a child cannot
- *   spawn another), and `worker` among the owners the session's contracts may use.
+ *   spawn another), and `worker` among the owners the session's contracts may use;
+ * - running a flow needs managed mode (a flow runs only for an item it owns) and at least one
+ *   flow in `capabilities.flows` (the executor checks the flow named is one of them).
  */
 export function decideToolCall(
   tool: { readonly name: string; readonly effect: ToolEffect } | undefined,
@@ -75,6 +78,14 @@ export function decideToolCall(
     return header.workspace === null
       ? { allowed: false, code: 'no_workspace', reason: 'this session has no workspace to work in' }
       : { allowed: true };
+  }
+  if (tool.effect === 'flow') {
+    if (header.work_mode === 'direct') {
+      return { allowed: false, code: 'not_managed', reason: 'a flow runs for an item of managed work' };
+    }
+    if (header.capabilities.flows.length === 0) {
+      return { allowed: false, code: 'flow_not_granted', reason: 'this session may run no flow' };
+    }
   }
   if (tool.effect === 'work') {
     return header.work_mode === 'direct'

@@ -477,6 +477,21 @@ async function checkRequest(request: SandboxRequest): Promise<CheckedRequest> {
   return { workspace, hidden };
 }
 
+/** A finished command's output as evidence shows it: the command, stdout, stderr, and whether it was cut. */
+export function commandOutput(
+  command: string,
+  result: { readonly stdout: string; readonly stderr: string; readonly truncated: boolean },
+): string {
+  return [
+    `$ ${command}`,
+    result.stdout,
+    result.stderr ? `[stderr]\n${result.stderr}` : '',
+    result.truncated ? '[output truncated]' : '',
+  ]
+    .filter((part) => part !== '')
+    .join('\n');
+}
+
 /**
  * Runs `request.command` in the sandbox. Throws `invalid_input` for a bad request; every other
  * outcome is a result, and a sandbox that cannot be proven is `unavailable` with nothing run.

@@ -11,6 +11,7 @@ import { lstat, mkdir, open, readdir, readlink, type FileHandle } from 'node:fs/
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { AppDeps } from '../app/deps.ts';
+import { runFlow } from '../app/flows.ts';
 import {
   attachEvidence,
   reassignItem,
@@ -44,6 +45,8 @@ export interface ToolContext {
   readonly protected: readonly string[];
   /** Why writing this absolute path is refused now (managed work's scope), or null when it may be. */
   readonly mayWrite: (path: string) => string | null;
+  /** The caller's environment, whose values never reach the ledger. */
+  readonly env: Readonly<Record<string, string | undefined>>;
   /** Runs a child session on an item and answers how it ended (the loop provides it). */
   readonly delegate: (item_id: string, instructions: string) => Promise<ToolOutcome>;
 }
@@ -410,9 +413,38 @@ const task: AgentTool = {
     context.delegate(input.item_id, input.instructions),
 };
 
+const flow: AgentTool = {
+  name: 'flow',
+  effect: 'flow',
+  description:
+    "Run a static flow (a node graph of commands baton.toml declares, run in the read-only sandbox) for the ready item of the contract it owns (owner flow:NAME). The flow moves the item to running, attaches each node's receipt as evidence, and at the end puts it up for verification (every node passed) or fails it. Answers each node's status.",
+  input: z.strictObject({ flow: workIdSchema, item_id: workIdSchema }),
+  run: async (context, input: { flow: string; item_id: string }) => {
+    try {
+      const result = await runFlow(
+        context.deps,
+        context.project_id,
+        { session_id: context.header.session_id, flow: input.flow, item_id: input.item_id },
+        { signal: context.signal, env: context.env },
+      );
+      return {
+        output: [
+          `flow ${result.flow} run ${result.run_id} ${result.status}`,
+          ...result.nodes.map((node) => `- ${node.node_id}: ${node.status}: ${node.reason}`),
+          `item ${JSON.stringify(input.item_id)} is now ${result.item_status ?? 'unknown'}`,
+        ].join('\n'),
+        is_error: result.status !== 'completed',
+      };
+    } catch (error) {
+      if (!isBatonError(error)) throw error;
+      return { output: refusalText(error), is_error: true };
+    }
+  },
+};
+
 /** Every tool the loop knows, by name. */
 export const agentTools: ReadonlyMap<string, AgentTool> = new Map(
-  [listFiles, readFile, writeFile, shell, work, task].map((tool) => [tool.name, tool]),
+  [listFiles, readFile, writeFile, shell, work, task, flow].map((tool) => [tool.name, tool]),
 );
 
 /** The tools a session is offered: those the permission engine would allow it (a call is decided again). */

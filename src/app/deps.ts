@@ -1,6 +1,7 @@
 /** What every operation gets: the one Store and a clock. Surfaces build it once. */
 import type { Clock } from '../core/clock.ts';
 import type { WorkConfig } from '../core/work/config.ts';
+import type { Flows } from '../core/work/flows.ts';
 import type { SemanticJudge } from '../core/work/judge.ts';
 import type { Store } from '../store/store.ts';
 
@@ -17,4 +18,6 @@ export interface AppDeps {
   readonly workspace_roots?: readonly string[];
   /** The read-only judge of semantic criteria (`[judge]` in baton.toml); without one they stay unknown. */
   readonly judge?: SemanticJudge;
+  /** The static flows `[flows]` in baton.toml declares (docs/flows.md); none when absent. */
+  readonly flows?: Flows;
 }

@@ -10,7 +10,13 @@
 import { constants as fsConstants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { describeLimitHit, runSandboxed, type SandboxLimits, type SandboxOptions } from '../agent/sandbox.ts';
+import {
+  commandOutput,
+  describeLimitHit,
+  runSandboxed,
+  type SandboxLimits,
+  type SandboxOptions,
+} from '../agent/sandbox.ts';
 import { BatonError } from '../core/errors.ts';
 import { uuidv7Generator } from '../core/ids.ts';
 import { defaultWorkConfig } from '../core/work/config.ts';
@@ -24,6 +30,7 @@ import type {
   WorkEventInput,
 } from '../core/work/model.ts';
 import { evidenceRefText } from '../core/work/describe.ts';
+import { flowCompletedPurpose } from '../core/work/flows.ts';
 import type { JudgeEvidence, JudgeRequest, SemanticJudge } from '../core/work/judge.ts';
 import {
   activeContract,
@@ -290,14 +297,7 @@ async function checkShell(
   if (result.status === 'unavailable') {
     return { verdict: 'unavailable', reason: `sandbox_unavailable: ${result.detail}`, evidence: [] };
   }
-  const output = [
-    `$ ${command}`,
-    result.stdout,
-    result.stderr ? `[stderr]\n${result.stderr}` : '',
-    result.truncated ? '[output truncated]' : '',
-  ]
-    .filter((part) => part !== '')
-    .join('\n');
+  const output = commandOutput(command, result);
   if (result.status === 'timed_out')
     return {
       verdict: 'timed_out',
@@ -328,11 +328,13 @@ function checkReceipt(
   facts: SessionFacts,
   match: (receipt: SessionFacts['receipts'][number]) => boolean,
   what: string,
+  passes: (details: SessionFacts['receipts'][number]['details']) => boolean = (details) =>
+    details.status !== 'failed',
 ): Check {
   const receipt = facts.receipts.filter(match).at(-1);
   if (!receipt) return { verdict: 'unknown', reason: `no ${what} receipt in this session`, evidence: [] };
   const evidence: EvidenceRef[] = [{ type: 'receipt', session_id, entry_id: String(receipt.position) }];
-  const failed = receipt.details.status === 'failed';
+  const failed = !passes(receipt.details);
   return {
     verdict: failed ? 'failed' : 'passed',
     reason: `${what} receipt at position ${receipt.position}${failed ? ' reports failure' : ''}`,
@@ -662,8 +664,10 @@ async function verifyOnce(
         check = checkReceipt(
           session_id,
           facts,
-          (receipt) => receipt.purpose === 'flow_completed' && receipt.details.flow === kind.flow,
+          (receipt) => receipt.purpose === flowCompletedPurpose && receipt.details.flow === kind.flow,
           `flow ${kind.flow} completion`,
+          // A flow's run passes only when it completed: a failed or cancelled one does not.
+          (details) => details.status === 'completed',
         );
         break;
       case 'external_receipt':

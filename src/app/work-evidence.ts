@@ -2,8 +2,8 @@
  * Whether an attached evidence reference resolves in this project's ledger, decided as it is
  * attached and recorded with it: a session's entry by position (`ledger_entry`, `receipt`), a
  * `tool_result` entry by its tool_use_id, the `checkpoint` entries a diff spans, a child
- * session by its header's parent. A flow node or an external operation lies outside the
- * ledger. Session streams only grow and their entries are never retracted, so a reference
+ * session by its header's parent, a `flow_node` by the receipt the flow executor recorded for
+ * it in the attaching session (src/app/flows.ts). An external operation lies outside the ledger. Session streams only grow and their entries are never retracted, so a reference
  * that resolves here resolves after any restart. Nothing is refused: a reference that does
  * not resolve is recorded unavailable, with the reason.
  */
@@ -11,6 +11,7 @@ import { isBatonError } from '../core/errors.ts';
 import type { Entry } from '../core/ledger/entry.ts';
 import { sessionIdSchema, type StreamKey } from '../core/ledger/names.ts';
 import type { EvidenceAvailability, EvidenceRef, EvidenceUnavailableReason } from '../core/work/model.ts';
+import { flowNodePurpose, flowNodeReceiptSchema } from '../core/work/flows.ts';
 import { sessionEntrySchemas } from '../core/work/session.ts';
 import type { AppDeps } from './deps.ts';
 
@@ -99,6 +100,29 @@ async function toolResultIn(deps: AppDeps, target: Target, tool_use_id: string):
   return false;
 }
 
+/** Whether the session holds the flow executor's receipt of this node of this run. */
+async function flowNodeIn(
+  deps: AppDeps,
+  target: Target,
+  ref: { readonly flow: string; readonly run_id: string; readonly node_id: string },
+): Promise<boolean> {
+  if (target.head === 0) return false;
+  for await (const entry of deps.store.readStream(target.stream, { to: target.head, kinds: ['receipt'] })) {
+    const receipt = sessionEntrySchemas.receipt.safeParse(entry.content);
+    if (!receipt.success || receipt.data.purpose !== flowNodePurpose || entry.retracted !== null) continue;
+    const node = flowNodeReceiptSchema.safeParse(receipt.data.details);
+    if (
+      node.success &&
+      node.data.flow === ref.flow &&
+      node.data.run_id === ref.run_id &&
+      node.data.node_id === ref.node_id
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
 async function parentOf(deps: AppDeps, target: Target): Promise<string | null> {
   if (target.head === 0) return null;
   const kinds = ['session_header'];
@@ -115,7 +139,11 @@ export async function resolveEvidence(
   attaching: AttachingSession,
   ref: EvidenceRef,
 ): Promise<EvidenceAvailability> {
-  if (ref.type === 'flow_node' || ref.type === 'external_operation') return unavailable('outside_ledger');
+  if (ref.type === 'external_operation') return unavailable('outside_ledger');
+  if (ref.type === 'flow_node') {
+    const own = await sessionOf(deps, attaching, attaching.session_id);
+    return own !== null && (await flowNodeIn(deps, own, ref)) ? available : unavailable('missing_entry');
+  }
   const target = await sessionOf(deps, attaching, ref.session_id);
   if (target === null) return unavailable('missing_session');
   switch (ref.type) {

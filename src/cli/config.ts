@@ -20,6 +20,7 @@ import {
   type JudgeConfig,
   type WorkConfig,
 } from '../core/work/config.ts';
+import { readFlowsConfig, type Flows } from '../core/work/flows.ts';
 import { text, UsageError, type Options } from './command.ts';
 import type { Context } from './context.ts';
 import { namedFileError } from './files.ts';
@@ -35,6 +36,8 @@ export interface LoadedConfig {
   readonly judge: JudgeConfig | null;
   /** The model Baton's own agent loop runs; null when `[agent]` is absent. */
   readonly agent: AgentConfig | null;
+  /** The static flows `[flows]` declares (docs/flows.md); empty when none. */
+  readonly flows: Flows;
   readonly warnings: readonly string[];
   /** The file read, or null when there was none. */
   readonly path: string | null;
@@ -56,7 +59,9 @@ async function readText(path: string, explicit: boolean): Promise<string | null>
 export async function loadConfig(cwd: string, explicit?: string): Promise<LoadedConfig> {
   const path = explicit === undefined ? join(cwd, configFile) : resolve(cwd, explicit);
   const source = await readText(path, explicit !== undefined);
-  if (source === null) return { work: defaultWorkConfig, judge: null, agent: null, warnings: [], path: null };
+  if (source === null) {
+    return { work: defaultWorkConfig, judge: null, agent: null, flows: {}, warnings: [], path: null };
+  }
   let document: unknown;
   try {
     document = parse(source);
@@ -72,11 +77,13 @@ export async function loadConfig(cwd: string, explicit?: string): Promise<Loaded
     const work = readWorkConfig(document, path);
     const judge = readJudgeConfig(document, path);
     const agent = readAgentConfig(document, path);
+    const flows = readFlowsConfig(document, path);
     return {
       work: work.config,
       judge: judge.config,
       agent: agent.config,
-      warnings: [...work.warnings, ...judge.warnings, ...agent.warnings],
+      flows: flows.config,
+      warnings: [...work.warnings, ...judge.warnings, ...agent.warnings, ...flows.warnings],
       path,
     };
   } catch (error) {
@@ -102,11 +109,12 @@ export function commandConfig(context: Context): Promise<LoadedConfig> {
 
 /** The app's dependencies for a local command: the store, the clock, `[work]` and `[judge]`. */
 export async function appDeps(context: Context): Promise<AppDeps> {
-  const { work, judge } = await commandConfig(context);
+  const { work, judge, flows } = await commandConfig(context);
   return {
     store: await context.store(),
     clock: systemClock,
     work,
+    flows,
     ...(judge === null ? {} : { judge: configuredJudge(judge, context.io.env) }),
   };
 }

@@ -17,6 +17,7 @@ import {
 } from './command.ts';
 import { adminCommands } from './commands/admin.ts';
 import { agentCommands } from './commands/agent.ts';
+import { flowCommands } from './commands/flow.ts';
 import { bindCommands } from './commands/bind.ts';
 import { ledgerCommands } from './commands/ledger.ts';
 import { viewCommands } from './commands/views.ts';
@@ -45,6 +46,7 @@ export const commands: Readonly<Record<string, Command>> = {
   ...managedWorkCommands,
   ...gateCommands,
   ...agentCommands,
+  ...flowCommands,
   ...ledgerCommands,
 };
 
@@ -58,6 +60,7 @@ const groups: readonly { title: string; names: readonly string[] }[] = [
       ...Object.keys(sessionCommands),
       ...Object.keys(managedWorkCommands),
       ...Object.keys(gateCommands),
+      ...Object.keys(flowCommands),
     ],
   },
   { title: "Baton's own agent", names: Object.keys(agentCommands) },

@@ -32,6 +32,14 @@ export function clipText(text: string, chars: number): string {
   return text.length <= chars ? text : `${prefix(text, chars - 1)}…`;
 }
 
+/** Text cut to at most `chars` characters from its end, the first an ellipsis when it was cut. */
+export function clipTextStart(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const kept = text.slice(text.length - Math.max(0, chars - 1));
+  const first = kept.charCodeAt(0);
+  return `…${first >= 0xdc00 && first <= 0xdfff ? kept.slice(1) : kept}`;
+}
+
 /** How much of a key or value a refusal repeats: enough to recognise it. */
 export const maxEchoed = 100;
 

@@ -136,7 +136,7 @@ ${databaseHelp}
       throw new UsageError(`--workspace ${text(values, 'workspace')} is not a folder on this machine`);
     }
     const maxTurns = whole(values, 'max-turns', { min: 1, max: 1000 });
-    const { agent, path } = await commandConfig(context);
+    const { agent, path, flows } = await commandConfig(context);
     if (agent === null) {
       throw new BatonError(
         'precondition_failed',
@@ -175,7 +175,11 @@ ${databaseHelp}
           start: {
             work_mode: mode,
             workspace,
-            capabilities: sessionCapabilitiesSchema.parse({ write: values['read-only'] !== true }),
+            // Every flow baton.toml declares may be run for the items it owns (docs/flows.md).
+            capabilities: sessionCapabilitiesSchema.parse({
+              write: values['read-only'] !== true,
+              flows: Object.keys(flows),
+            }),
             ...(scope_id === undefined ? {} : { scope_id }),
           },
           ...(goal === undefined ? {} : { goal }),
