@@ -889,6 +889,56 @@ describe('workers, again', () => {
     items: [{ item_id: 'a', title: 'Write A.md', criterion_ids: ['alpha'] }],
   };
 
+  it('leaves the parent’s own running item running when a worker ends: only the worker’s item is reconciled', async () => {
+    const two = {
+      objective: 'Write A.md and B.md',
+      criteria: [
+        ...oneNote.criteria,
+        {
+          criterion_id: 'beta',
+          statement: 'B.md says beta',
+          kind: { type: 'file_contains', path: 'B.md', pattern: 'beta' },
+        },
+      ],
+      items: [
+        { item_id: 'a', title: 'Write A.md', criterion_ids: ['alpha'], path_claims: ['A.md'] },
+        { item_id: 'b', title: 'Write B.md', criterion_ids: ['beta'], path_claims: ['B.md'] },
+      ],
+    };
+    const parent: ScriptedAnswer[] = [
+      JSON.stringify(two),
+      calls(
+        { id: 'p1', name: 'work', input: { operation: 'transition', item_id: 'b', to: 'running' } },
+        { id: 'p2', name: 'task', input: { item_id: 'a' } },
+      ),
+      calls({ id: 'p3', name: 'write_file', input: { path: 'B.md', content: 'beta\n' } }),
+      'Stopping here.',
+    ];
+    router = (call) => {
+      const text = sent(call);
+      if (!text.includes('Work only item')) return parent.shift() ?? { status: 500, body: 'script ran out' };
+      return text.includes('wrote ')
+        ? 'A is done.'
+        : calls({ id: 'w1', name: 'write_file', input: { path: 'A.md', content: 'alpha\n' } });
+    };
+    await agent(
+      'openai',
+      { prompt: 'Write both', start: { work_mode: 'managed', workspace } },
+      { max_turns: 3 },
+    );
+
+    const outputs = await outputsOf();
+    expect(outputs.get('p2')).toContain('item "a" is now ready_for_verification');
+    // The parent was still working on b: its write went through, b was never interrupted.
+    expect(outputs.get('p3')).toBe('wrote 5 bytes to B.md');
+    const moves = (await entries())
+      .filter((entry) => entry.type === 'work_event')
+      .map((entry) => entry.content as { kind: { type: string; item_id?: string; to?: string } })
+      .filter((event) => event.kind.type === 'item_status_changed' && event.kind.item_id === 'b')
+      .map((event) => event.kind.to);
+    expect(moves).not.toContain('interrupted');
+  });
+
   it('hands an item out again after its verification failed, to a new child session', async () => {
     const parent: ScriptedAnswer[] = [
       JSON.stringify(oneNote),

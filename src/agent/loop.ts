@@ -24,6 +24,7 @@ import {
   createContract,
   createContractFields,
   endSession,
+  observeChild,
   readSessionHeader,
   readWork,
   reassignItem,
@@ -724,7 +725,8 @@ class Run {
       return { output: `the worker could not run (${why})`, is_error: true };
     }
     // The child's end settles the item; if the parent could not take it in then, it does now.
-    await reconcileWork(deps, project_id, { session_id }).catch(() => undefined);
+    // Only this child's item: the parent's own running items are not interrupted work.
+    await observeChild(deps, project_id, session_id, child).catch(() => undefined);
     const now = activeContract((await this.work()).projection)?.items.find(
       (candidate) => candidate.item_id === item_id,
     );

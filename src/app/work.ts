@@ -1280,7 +1280,7 @@ export const endSessionFields = {
  * child are reconciled with its terminal marker (completed → attached and ready for
  * verification, anything else → failed), and nothing else of the parent is touched.
  */
-async function observeChild(
+export async function observeChild(
   deps: AppDeps,
   project_id: string,
   parent_session_id: string,
