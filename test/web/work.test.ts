@@ -449,6 +449,24 @@ describe('the managed-work view', () => {
     expect(await audits.nth(1).getAttribute('class')).toContain('verdict-passed');
     expect(await audits.nth(1).textContent()).toBe('Goal audit: passedjudge: shipped');
     expect(await page.evaluate('window.__hacked')).toBeUndefined();
+
+    // A busy run: thirty entries one after another cost a viewer a few reloads, not thirty,
+    // and the last one still shows.
+    let reloads = 0;
+    page.on('request', (request) => {
+      if (request.url().includes('/transcript')) reloads += 1;
+    });
+    const started = performance.now();
+    for (let n = 1; n <= 30; n += 1) {
+      await web.deps.store.append(sessionStream(project_id, 'goal-run'), [
+        entry('assistant_message', { text: `step ${n}` }),
+      ]);
+    }
+    await goalRun.locator('summary', { hasText: 'Conversation (33)' }).waitFor();
+    expect(await goalRun.locator('.turn').last().textContent()).toBe('Modelstep 30');
+    // At most one load every two seconds (and one in flight when the count started).
+    expect(reloads).toBeLessThanOrEqual(2 + Math.ceil((performance.now() - started) / 2000));
+    expect(reloads).toBeLessThan(30);
     expect(problems.errors).toEqual([]);
   });
 

@@ -577,7 +577,12 @@ export function SessionWork({
       {snapshot && live.state !== 'missing' && (
         <>
           <WorkBody snapshot={snapshot} actions={actions} />
-          <SessionTranscript api={api} session_id={session_id} position={snapshot.position} />
+          <SessionTranscript
+            api={api}
+            session_id={session_id}
+            position={snapshot.position}
+            live={snapshot.terminal === null}
+          />
         </>
       )}
     </div>

@@ -1,10 +1,12 @@
 /**
  * A session's conversation (GET /v1/sessions/{id}/transcript), folded under the work: what the
  * person and Baton said, the model's turns, each tool call with its result, each model
- * request's cost, and in goal mode the goal and each audit of it. Loaded when opened and again whenever the session's ledger moves while open.
- * It is history to read: progress is the work above, never this.
+ * request's cost, and in goal mode the goal and each audit of it. Loaded when opened, then, while
+ * open, again as the session's work moves and every two seconds while the session lives; never
+ * more often than every two seconds. It is history to read:
+ * progress is the work above, never this.
  */
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { Api } from './api.ts';
 import { failureText } from './failure.ts';
 import { useMessages } from './i18n.ts';
@@ -71,37 +73,60 @@ function Entry({ entry }: { entry: TranscriptEntry }) {
   }
 }
 
+/** The shortest time between two loads of an open transcript. */
+const reloadMs = 2000;
+
 export function SessionTranscript({
   api,
   session_id,
   position,
+  live,
 }: {
   api: Api;
   session_id: string;
-  /** The session's ledger position: a new one reloads an open transcript. */
+  /** The session's work position: a new one reloads an open transcript. */
   position: number;
+  /** The session has not ended: an open transcript is reloaded as its run goes on. */
+  live: boolean;
 }) {
   const t = useMessages();
   const [open, setOpen] = useState(false);
   const [transcript, setTranscript] = useState<Transcript | null>(null);
   const [failure, setFailure] = useState<unknown>(null);
+  /** When the transcript was last asked for: a busy run reloads it at most every reloadMs. */
+  const asked = useRef(0);
+  // A run's messages and tool calls are not work events: while the session lives, an open
+  // transcript also asks again every reloadMs.
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    if (!open || !live) return;
+    const timer = setInterval(() => setTick((count) => count + 1), reloadMs);
+    return () => clearInterval(timer);
+  }, [open, live]);
   useEffect(() => {
     if (!open) return;
     let current = true;
-    api.transcript(session_id).then(
-      (loaded) => {
-        if (!current) return;
-        setTranscript(loaded);
-        setFailure(null);
-      },
-      (error: unknown) => {
-        if (current) setFailure(error);
-      },
-    );
+    const load = () => {
+      asked.current = performance.now();
+      api.transcript(session_id).then(
+        (loaded) => {
+          if (!current) return;
+          setTranscript(loaded);
+          setFailure(null);
+        },
+        (error: unknown) => {
+          if (current) setFailure(error);
+        },
+      );
+    };
+    // The latest position always loads, at most reloadMs after the last load: a run writing
+    // many entries a second costs each viewer one request per reloadMs, not one per entry.
+    const timer = setTimeout(load, Math.max(0, asked.current + reloadMs - performance.now()));
     return () => {
       current = false;
+      clearTimeout(timer);
     };
-  }, [api, session_id, open, position]);
+  }, [api, session_id, open, position, tick]);
   return (
     <details className="transcript" onToggle={(event) => setOpen(event.currentTarget.open)}>
       <summary>
