@@ -304,6 +304,21 @@ describe('a flow run linked to the item it owns', () => {
     );
   });
 
+  it('a run that breaks down leaves its item interrupted, not running, and says why', async () => {
+    await managed();
+    // The workspace went away after the session started: the sandbox refuses to start in it.
+    rmSync(workspace, { recursive: true, force: true });
+    const broke = await runFlow(
+      deps,
+      'acme',
+      { session_id: 'm', flow: 'check', item_id: 'checked' },
+      { env },
+    ).catch((error: unknown) => error);
+    expect(broke).toBeInstanceOf(Error);
+    const item = (await work.readWork(deps, 'acme', { session_id: 'm' })).contract!.items[0]!;
+    expect(item.status).toBe('interrupted');
+  });
+
   it('a cancelled run kills the running node, runs nothing more, and leaves the item interrupted', async () => {
     await managed();
     // The slow flow owns no item here: run it standalone in the same session, then linked in another.

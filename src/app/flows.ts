@@ -233,98 +233,107 @@ export async function runFlow(
   const statuses = new Map<string, FlowNodeStatus>();
   const nodes: FlowRunResult['nodes'][number][] = [];
   let stopped: string | null = null;
-  for (const [at, node_id] of order.entries()) {
-    const node = byId.get(node_id)!;
-    const progress = { index: at + 1, total: order.length, node_id };
-    if (stopped === null && options.signal?.aborted) stopped = 'the run was cancelled';
-    if (stopped === null && item_id !== undefined) {
-      const ours = await stillOurs();
-      if (typeof ours === 'string') stopped = ours;
-    }
-    let receipt: FlowNodeReceipt;
-    const blocker = blockedBy(node, statuses);
-    if (stopped !== null) {
-      receipt = {
-        flow,
-        run_id,
-        node_id,
-        status: 'cancelled',
-        reason: `not run: ${stopped}`,
-        exit_code: null,
-        duration_ms: 0,
-        output: '',
-      };
-    } else if (blocker !== null) {
-      receipt = {
-        flow,
-        run_id,
-        node_id,
-        status: 'skipped',
-        reason: `not run: it needs ${blocker}, which did not pass`,
-        exit_code: null,
-        duration_ms: 0,
-        output: '',
-      };
-    } else {
-      options.onNode?.({ ...progress, status: 'running', reason: '', duration_ms: 0 });
-      const result = await runSandboxed(
-        {
-          command: node.command,
-          workspace: header.workspace,
-          hidden,
-          timeout_ms: node.timeout_ms,
-          output_limit_bytes: 64 * 1024,
-        },
-        { ...options.sandbox, ...(options.signal ? { signal: options.signal } : {}) },
-      );
-      if (result.status === 'unavailable') {
-        receipt = {
-          flow,
-          run_id,
-          node_id,
-          status: 'unavailable',
-          reason: `sandbox_unavailable: ${result.detail}`,
-          exit_code: null,
-          duration_ms: 0,
-          output: '',
-        };
+  /** A node's receipt when it ran nothing. */
+  const notRun = (node_id: string, status: FlowNodeStatus, reason: string): FlowNodeReceipt => ({
+    flow,
+    run_id,
+    node_id,
+    status,
+    reason,
+    exit_code: null,
+    duration_ms: 0,
+    output: '',
+  });
+  try {
+    for (const [at, node_id] of order.entries()) {
+      const node = byId.get(node_id)!;
+      const progress = { index: at + 1, total: order.length, node_id };
+      if (stopped === null && options.signal?.aborted) stopped = 'the run was cancelled';
+      if (stopped === null && item_id !== undefined) {
+        const ours = await stillOurs();
+        if (typeof ours === 'string') stopped = ours;
+      }
+      let receipt: FlowNodeReceipt;
+      const blocker = blockedBy(node, statuses);
+      if (stopped !== null) {
+        receipt = notRun(node_id, 'cancelled', `not run: ${stopped}`);
+      } else if (blocker !== null) {
+        receipt = notRun(node_id, 'skipped', `not run: it needs ${blocker}, which did not pass`);
       } else {
-        const output = commandOutput(node.command, result);
-        const cancelled = result.status === 'timed_out' && options.signal?.aborted === true;
-        receipt = {
-          flow,
-          run_id,
-          node_id,
-          status: cancelled ? 'cancelled' : result.status,
-          reason:
-            result.status === 'timed_out'
-              ? cancelled
-                ? 'killed: the run was cancelled'
-                : `killed after ${node.timeout_ms} ms`
-              : `exit code ${result.exit_code}`,
-          exit_code: result.status === 'timed_out' ? null : result.exit_code,
-          duration_ms: Math.round(result.duration_ms),
-          // The end of the output says most about a failure: the tail is kept.
-          output: clipTextStart(scrub(output), outputChars),
-        };
-        if (cancelled) stopped = 'the run was cancelled';
+        options.onNode?.({ ...progress, status: 'running', reason: '', duration_ms: 0 });
+        const result = await runSandboxed(
+          {
+            command: node.command,
+            workspace: header.workspace,
+            hidden,
+            timeout_ms: node.timeout_ms,
+            output_limit_bytes: 64 * 1024,
+          },
+          { ...options.sandbox, ...(options.signal ? { signal: options.signal } : {}) },
+        );
+        if (result.status === 'unavailable') {
+          receipt = notRun(node_id, 'unavailable', `sandbox_unavailable: ${result.detail}`);
+        } else {
+          const output = commandOutput(node.command, result);
+          const cancelled = result.status === 'timed_out' && options.signal?.aborted === true;
+          receipt = {
+            flow,
+            run_id,
+            node_id,
+            status: cancelled ? 'cancelled' : result.status,
+            reason:
+              result.status === 'timed_out'
+                ? cancelled
+                  ? 'killed: the run was cancelled'
+                  : `killed after ${node.timeout_ms} ms`
+                : `exit code ${result.exit_code}`,
+            exit_code: result.status === 'timed_out' ? null : result.exit_code,
+            duration_ms: Math.round(result.duration_ms),
+            // The end of the output says most about a failure: the tail is kept.
+            output: clipTextStart(scrub(output), outputChars),
+          };
+          if (cancelled) stopped = 'the run was cancelled';
+        }
+      }
+      receipt = { ...receipt, reason: scrub(receipt.reason) };
+      statuses.set(node_id, receipt.status);
+      await deps.store.append(stream, [
+        receiptEntry(
+          `${run_id}.${node_id}`,
+          flowNodePurpose,
+          receipt as unknown as Record<string, JsonValue>,
+        ),
+      ]);
+      if (item_id !== undefined && receipt.status !== 'cancelled' && receipt.status !== 'skipped') {
+        await attach({ type: 'flow_node', flow, run_id, node_id });
+      }
+      nodes.push({
+        node_id,
+        status: receipt.status,
+        reason: receipt.reason,
+        duration_ms: receipt.duration_ms,
+      });
+      options.onNode?.({
+        ...progress,
+        status: receipt.status,
+        reason: receipt.reason,
+        duration_ms: receipt.duration_ms,
+      });
+    }
+  } catch (error) {
+    // A fault of its own (the store, the sandbox's setup): the item does not stay running for
+    // a run that is not there any more; the fault goes on to the caller.
+    if (item_id !== undefined) {
+      const contract = await stillOurs().catch(() => 'unknown');
+      if (typeof contract !== 'string') {
+        await move(
+          contract.revision,
+          'interrupted',
+          `flow ${flow} run ${run_id} broke down: ${String(error)}`,
+        ).catch(() => undefined);
       }
     }
-    receipt = { ...receipt, reason: scrub(receipt.reason) };
-    statuses.set(node_id, receipt.status);
-    await deps.store.append(stream, [
-      receiptEntry(`${run_id}.${node_id}`, flowNodePurpose, receipt as unknown as Record<string, JsonValue>),
-    ]);
-    if (item_id !== undefined && receipt.status !== 'cancelled' && receipt.status !== 'skipped') {
-      await attach({ type: 'flow_node', flow, run_id, node_id });
-    }
-    nodes.push({ node_id, status: receipt.status, reason: receipt.reason, duration_ms: receipt.duration_ms });
-    options.onNode?.({
-      ...progress,
-      status: receipt.status,
-      reason: receipt.reason,
-      duration_ms: receipt.duration_ms,
-    });
+    throw error;
   }
   const status = flowRunStatus(statuses.values());
   const marker: FlowCompletedReceipt = {
