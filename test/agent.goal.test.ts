@@ -365,6 +365,11 @@ describe('baton agent run --goal', () => {
       expect(judgeModel.calls[0]!.headers.authorization).toBe('Bearer sk-judge');
 
       out.length = 0;
+      expect(await run(['session', 'list'], io)).toBe(0);
+      expect(out.join('')).toContain(`Session g-1 · mode direct`);
+      expect(out.join('')).toContain(`  goal: ${goal}\n`);
+
+      out.length = 0;
       expect(await run(['session', 'transcript', 'g-1'], io)).toBe(0);
       expect(out.join('')).toContain(`Goal: ${goal}`);
       expect(out.join('')).toMatch(/#\d+ +goal audit: passed\n {6}judge: The entry is there\./);

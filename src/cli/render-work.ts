@@ -144,6 +144,8 @@ export function session(header: SessionHeader): string {
     header.capabilities.flows.length > 0 && `  flows: ${header.capabilities.flows.join(', ')}`,
     header.capabilities.capabilities.length > 0 &&
       `  capabilities: ${header.capabilities.capabilities.join(', ')}`,
+    header.goal !== undefined &&
+      `  goal: ${oneLine(header.goal)} (audited by the judge before it ends completed)`,
     header.scope_id !== undefined &&
       `  bound to workstream ${header.scope_id}: each contract that ends records its Task Outcome there` +
         (header.handoff_receipt_ref ? `, covering receipt ${header.handoff_receipt_ref.source_id}` : ''),
@@ -166,6 +168,7 @@ export function sessions(result: ListSessionsResult): string {
       listed.error !== null && `  cannot be projected: ${listed.error.code}: ${listed.error.message}`,
       listed.parent_session_id !== null && `  child of ${listed.parent_session_id}`,
       listed.scope_id !== null && `  bound to workstream ${listed.scope_id}`,
+      listed.goal !== null && `  goal: ${oneLine(listed.goal)}`,
       listed.terminal !== null && `  ended ${listed.terminal.status} at position ${listed.terminal.position}`,
       ...handoffLines(listed.terminal, '  '),
       contract === null

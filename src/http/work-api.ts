@@ -86,6 +86,10 @@ const listSessionsOutput = z.object({
         parent_session_id: z.string().nullable(),
         work_mode: z.enum(workModes).nullable(),
         scope_id: z.string().nullable(),
+        goal: z
+          .string()
+          .nullable()
+          .meta({ description: "goal mode: the session's goal, cut; null without one" }),
         terminal: terminalMarkerSchema.nullable(),
         contracts: count,
         contract: z

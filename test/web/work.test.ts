@@ -467,6 +467,13 @@ describe('the managed-work view', () => {
     // At most one load every two seconds (and one in flight when the count started).
     expect(reloads).toBeLessThanOrEqual(2 + Math.ceil((performance.now() - started) / 2000));
     expect(reloads).toBeLessThan(30);
+
+    // The sessions list names the goal, inert.
+    await page.evaluate(`location.hash = '#/work'`);
+    const listed = page.locator('[data-session="goal-run"] .goal');
+    await listed.waitFor();
+    expect(await listed.textContent()).toBe(`Goal: Ship it ${hostile}`);
+    expect(await page.evaluate('window.__hacked')).toBeUndefined();
     expect(problems.errors).toEqual([]);
   });
 

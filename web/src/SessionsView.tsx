@@ -35,6 +35,11 @@ function SessionCard({ listed }: { listed: ListedSession }) {
         {listed.scope_id !== null && (
           <a href={href({ view: 'workspace', scope_id: listed.scope_id })}>{t.boundTo(listed.scope_id)}</a>
         )}
+        {listed.goal !== null && (
+          <span className="goal">
+            {t.goal}: {visibleControls(listed.goal)}
+          </span>
+        )}
         {listed.terminal !== null && <span>{t.sessionTerminal(listed.terminal.status)}</span>}
         {listed.terminal?.handoff && <span>{t.handoffPrepared}</span>}
         {listed.contracts > 1 && <span>{t.contractsInAll(listed.contracts)}</span>}

@@ -47,12 +47,18 @@ export interface SessionSummary {
   readonly work_mode: WorkMode | null;
   /** The Workstream the session is bound to, or null. */
   readonly scope_id: string | null;
+  /** Goal mode: what must be true when the session ends (cut as the objective is), or null. */
+  readonly goal: string | null;
   /** How it ended, and the Handoff an interrupted bound session prepared. */
   readonly terminal: TerminalMarker | null;
   /** How many contracts the session has had. */
   readonly contracts: number;
   /** The live contract, else the newest one; null when the session has had none. */
   readonly contract: ContractSummary | null;
+}
+
+function clipObjective(text: string): string {
+  return text.length > summaryObjectiveLength ? `${prefix(text, summaryObjectiveLength)}…` : text;
 }
 
 function counts<K extends string>(keys: Iterable<K>): Partial<Record<K, number>> {
@@ -70,8 +76,7 @@ export function summarizeContract(contract: ContractProjection): ContractSummary
     contract_id: contract.contract_id,
     revision: contract.revision,
     status: contract.status,
-    objective:
-      objective.length > summaryObjectiveLength ? `${prefix(objective, summaryObjectiveLength)}…` : objective,
+    objective: clipObjective(objective),
     items: {
       total: contract.items.length,
       by_status: counts(contract.items.map((item) => item.status)),
@@ -112,6 +117,7 @@ export function summarizeSession(
     parent_session_id: header?.parent_session_id ?? null,
     work_mode: header?.work_mode ?? null,
     scope_id: header?.scope_id ?? null,
+    goal: header?.goal === undefined ? null : clipObjective(header.goal),
     terminal,
     contracts: projection?.contracts.length ?? 0,
     contract: shown ? summarizeContract(shown) : null,
