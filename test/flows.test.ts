@@ -319,6 +319,28 @@ describe('a flow run linked to the item it owns', () => {
     expect(item.status).toBe('interrupted');
   });
 
+  it('a run a crash cut short is retry-safe on reopening: a flow never writes, so the agent may run it again', async () => {
+    await managed();
+    const contract = (await work.readWork(deps, 'acme', { session_id: 'm' })).contract!;
+    // The process died while the flow ran: the item was left running with no run behind it.
+    await work.transitionItem(
+      deps,
+      'acme',
+      { session_id: 'm', revision: contract.revision, item_id: 'checked', to: 'running' },
+      { type: 'runtime', id: 'flow:check' },
+    );
+    const reconciled = await work.reconcileWork(deps, 'acme', { session_id: 'm' });
+    const item = reconciled.contract!.items[0]!;
+    expect(item.status).toBe('interrupted');
+    const retried = await work.transitionItem(
+      deps,
+      'acme',
+      { session_id: 'm', revision: contract.revision, item_id: 'checked', to: 'ready' },
+      { type: 'model', id: 'agent' },
+    );
+    expect(retried.contract!.items[0]!.status).toBe('ready');
+  });
+
   it('a cancelled run kills the running node, runs nothing more, and leaves the item interrupted', async () => {
     await managed();
     // The slow flow owns no item here: run it standalone in the same session, then linked in another.

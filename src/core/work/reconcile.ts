@@ -23,9 +23,14 @@ const runtime = { type: 'runtime', id: 'baton' } as const;
 
 /**
  * An item is retry-safe only when it declares itself read-only, claims no paths and needs no
- * capability beyond reading; anything else may have written or touched something outside.
+ * capability beyond reading; anything else may have written or touched something outside. An
+ * item a static flow owns is retry-safe whatever it declares: a flow's nodes run only in the
+ * read-only sandbox (docs/flows.md), so a run cut short wrote nothing.
  */
-export function retrySafe(definition: Pick<WorkItemDefinition, 'readonly' | 'path_claims' | 'capabilities'>) {
+export function retrySafe(
+  definition: Pick<WorkItemDefinition, 'readonly' | 'path_claims' | 'capabilities' | 'owner'>,
+) {
+  if (definition.owner.type === 'flow') return true;
   return definition.readonly && definition.path_claims.length === 0 && definition.capabilities.length === 0;
 }
 
