@@ -243,6 +243,21 @@ describe('goal mode, direct work', () => {
       code: 'not_found',
     });
 
+    // A goal session resumed where no judge is configured: refused too, nothing written.
+    answers.push('Not yet.');
+    verdicts.push(verdict('failed', 'Nothing changed.'));
+    const kept = await agent({ session_id: 'g', prompt: 'Note the login fix', goal }).catch(
+      (error: unknown) => error,
+    );
+    expect(kept).not.toBeInstanceOf(Error);
+    const goalHead = (await store.getStream(work.sessionStream('acme', 'g'))).head;
+    const resumed = await agent({ session_id: 'g', prompt: 'go on' }, without).catch(
+      (error: unknown) => error,
+    );
+    expect(isBatonError(resumed, 'precondition_failed')).toBe(true);
+    expect((await store.getStream(work.sessionStream('acme', 'g'))).head).toBe(goalHead);
+
+    answers.length = 0;
     answers.push('Done.');
     await agent({ prompt: 'Note the login fix' });
     const head = (await store.getStream(work.sessionStream('acme', 's'))).head;

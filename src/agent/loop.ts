@@ -350,6 +350,7 @@ class Run {
         ...(this.signal ? { signal: this.signal } : {}),
       });
     } catch (error) {
+      if (this.signal?.aborted) return this.end('aborted', 'the run was cancelled');
       if (!isBatonError(error)) throw error;
       return this.end('failed', `the goal audit could not run (${error.code}): ${error.message}`);
     }
