@@ -319,6 +319,104 @@ describe('a flow run linked to the item it owns', () => {
     expect(item.status).toBe('interrupted');
   });
 
+  it('lets no one but its flow run a flow-owned item: the model may neither move it by hand nor take it away', async () => {
+    await managed();
+    const model = { type: 'model' as const, id: 'agent' };
+    const contract = (await work.readWork(deps, 'acme', { session_id: 'm' })).contract!;
+    const which = { session_id: 'm', revision: contract.revision, item_id: 'checked' };
+    const moved = await work
+      .transitionItem(deps, 'acme', { ...which, to: 'running' }, model)
+      .catch((error: unknown) => error);
+    expect(isBatonError(moved, 'conflict')).toBe(true);
+    expect((moved as Error).message).toBe(
+      'item "checked" is owned by flow:check: only its flow moves it (the flow tool runs it)',
+    );
+    const taken = await work
+      .reassignItem(
+        deps,
+        'acme',
+        { session_id: 'm', item_id: 'checked', owner: { type: 'parent_agent' } },
+        model,
+      )
+      .catch((error: unknown) => error);
+    expect(isBatonError(taken, 'conflict')).toBe(true);
+    // The flow still runs it, and the verifier decides.
+    const result = await runFlow(
+      deps,
+      'acme',
+      { session_id: 'm', flow: 'check', item_id: 'checked' },
+      { env },
+    );
+    expect(result.item_status).toBe('ready_for_verification');
+  });
+
+  it('counts only a completed run linked to a flow-owned item of the contract verified', async () => {
+    await managed();
+    // A run linked to the item of contract c1 completes…
+    await runFlow(deps, 'acme', { session_id: 'm', flow: 'check', item_id: 'checked' }, { env });
+    await verifyWork(deps, 'acme', { session_id: 'm' }, { env });
+    // …then a second contract's flow criterion, on an item the flow never ran: no pass.
+    await work.createContract(
+      deps,
+      'acme',
+      {
+        session_id: 'm',
+        contract_id: 'c2',
+        objective: 'Check again',
+        criteria: [
+          {
+            criterion_id: 'again',
+            statement: 'checks pass',
+            kind: { type: 'flow_completed', flow: 'check' },
+          },
+        ],
+        items: [{ item_id: 'x', title: 'Check', criterion_ids: ['again'] }],
+      },
+      human,
+    );
+    const report = await verifyWork(deps, 'acme', { session_id: 'm', contract_id: 'c2' }, { env });
+    expect(report.verdicts.map((verdict) => [verdict.criterion_id, verdict.verdict])).toEqual([
+      ['again', 'unknown'],
+    ]);
+    // A standalone run in a session that holds contracts is refused: it would look linked.
+    const unlinked = await runFlow(deps, 'acme', { session_id: 'm', flow: 'check' }, { env }).catch(
+      (error: unknown) => error,
+    );
+    expect(isBatonError(unlinked, 'conflict')).toBe(true);
+    expect((unlinked as Error).message).toContain('a run in a session with managed work runs for an item');
+  });
+
+  it('a sandbox that cannot start interrupts the item (the machine’s fault, retry-safe) instead of failing it', async () => {
+    await managed();
+    const result = await runFlow(
+      deps,
+      'acme',
+      { session_id: 'm', flow: 'check', item_id: 'checked' },
+      { env, sandbox: { bwrap: '/nonexistent/bwrap' } },
+    );
+    expect(result.status).toBe('failed');
+    expect(result.nodes.map((node) => node.status)).toEqual(['unavailable', 'skipped', 'skipped']);
+    expect(result.item_status).toBe('interrupted');
+  });
+
+  it('a caller whose progress callback throws still leaves the item interrupted, not running', async () => {
+    await managed();
+    const broke = await runFlow(
+      deps,
+      'acme',
+      { session_id: 'm', flow: 'check', item_id: 'checked' },
+      {
+        env,
+        onNode: (progress) => {
+          if (progress.node_id === 'report' && progress.status === 'passed') throw new Error('stderr closed');
+        },
+      },
+    ).catch((error: unknown) => error);
+    expect((broke as Error).message).toBe('stderr closed');
+    const item = (await work.readWork(deps, 'acme', { session_id: 'm' })).contract!.items[0]!;
+    expect(item.status).toBe('interrupted');
+  });
+
   it('a run a crash cut short is retry-safe on reopening: a flow never writes, so the agent may run it again', async () => {
     await managed();
     const contract = (await work.readWork(deps, 'acme', { session_id: 'm' })).contract!;

@@ -436,8 +436,9 @@ const flow: AgentTool = {
         is_error: result.status !== 'completed',
       };
     } catch (error) {
-      if (!isBatonError(error)) throw error;
-      return { output: refusalText(error), is_error: true };
+      if (isBatonError(error)) return { output: refusalText(error), is_error: true };
+      // A run that broke down has left its item interrupted (retry-safe): the model may run it again.
+      return { output: `the flow could not run (${String(error)}); the item is interrupted`, is_error: true };
     }
   },
 };

@@ -159,7 +159,10 @@ export async function runFlow(
       },
     );
   }
-  const header = await readSessionHeader(deps, project_id, session_id);
+  const header = await readSessionHeader(deps, project_id, session_id).catch((error: unknown) => {
+    if (isBatonError(error, 'not_found')) return null;
+    throw error;
+  });
   if (header === null) throw new BatonError('not_found', `no session "${session_id}"`, { session_id });
   if (header.workspace === null) {
     throw new BatonError(
@@ -192,12 +195,21 @@ export async function runFlow(
       { session_id, contract_id, revision, item_id, to, reason: clipText(reason, 4000) },
       actor,
     );
-  if (item_id !== undefined) {
-    const contract = linkedItem(
-      activeContract((await readWork(deps, project_id, { session_id })).projection),
-      flow,
-      item_id,
+  const before = await readWork(deps, project_id, { session_id });
+  if (
+    item_id === undefined &&
+    (header.work_mode !== 'direct' || (before.projection?.contracts.length ?? 0) > 0)
+  ) {
+    // Its receipts would sit beside the contract's as if linked: a standalone run has a session
+    // of its own (the CLI makes one).
+    throw new BatonError(
+      'conflict',
+      `a run in a session with managed work runs for an item: name the item flow ${flow} owns, or run it standalone in a session of its own`,
+      { rule: 'flow_unlinked', session_id, flow },
     );
+  }
+  if (item_id !== undefined) {
+    const contract = linkedItem(activeContract(before.projection), flow, item_id);
     contract_id = contract.contract_id;
     await move(contract.revision, 'running', `flow ${flow} run ${run_id}`);
   }
@@ -320,9 +332,10 @@ export async function runFlow(
         duration_ms: receipt.duration_ms,
       });
     }
+    return await finish();
   } catch (error) {
-    // A fault of its own (the store, the sandbox's setup): the item does not stay running for
-    // a run that is not there any more; the fault goes on to the caller.
+    // A fault of its own (the store, the sandbox's setup, a caller's callback): the item does not
+    // stay running for a run that is not there any more; the fault goes on to the caller.
     if (item_id !== undefined) {
       const contract = await stillOurs().catch(() => 'unknown');
       if (typeof contract !== 'string') {
@@ -335,46 +348,53 @@ export async function runFlow(
     }
     throw error;
   }
-  const status = flowRunStatus(statuses.values());
-  const marker: FlowCompletedReceipt = {
-    flow,
-    run_id,
-    status,
-    contract_id,
-    item_id: item_id ?? null,
-    nodes: Object.fromEntries(statuses),
-  };
-  const [written] = await deps.store.append(stream, [
-    receiptEntry(run_id, flowCompletedPurpose, marker as unknown as Record<string, JsonValue>),
-  ]);
-  let item_status: WorkItemStatus | null = null;
-  if (item_id !== undefined) {
-    await attach({ type: 'receipt', session_id, entry_id: String(written!.position) });
-    const contract = await stillOurs();
-    if (typeof contract !== 'string') {
-      const to =
-        status === 'completed' ? 'ready_for_verification' : status === 'failed' ? 'failed' : 'interrupted';
-      const failedNode = nodes.find((node) => node.status !== 'passed');
-      await move(
-        contract.revision,
-        to,
-        `flow ${flow} run ${run_id} ${status}${failedNode ? `: node ${failedNode.node_id} ${failedNode.status} (${failedNode.reason})` : ''}`,
+
+  /** The completion marker, then the item's end (linked): after every node ran or was passed over. */
+  async function finish(): Promise<FlowRunResult> {
+    const status = flowRunStatus(statuses.values());
+    const marker: FlowCompletedReceipt = {
+      flow,
+      run_id,
+      status,
+      contract_id,
+      item_id: item_id ?? null,
+      nodes: Object.fromEntries(statuses),
+    };
+    const [written] = await deps.store.append(stream, [
+      receiptEntry(run_id, flowCompletedPurpose, marker as unknown as Record<string, JsonValue>),
+    ]);
+    let item_status: WorkItemStatus | null = null;
+    if (item_id !== undefined) {
+      await attach({ type: 'receipt', session_id, entry_id: String(written!.position) });
+      const contract = await stillOurs();
+      if (typeof contract !== 'string') {
+        // A node that failed or ran out of time fails the item; a run cut short (cancelled, or a
+        // node the sandbox could not start: the machine's fault, not the work's) interrupts it,
+        // retry-safe, since a flow never writes.
+        const failing = nodes.some((node) => node.status === 'failed' || node.status === 'timed_out');
+        const to = status === 'completed' ? 'ready_for_verification' : failing ? 'failed' : 'interrupted';
+        const failedNode = nodes.find((node) => node.status !== 'passed');
+        await move(
+          contract.revision,
+          to,
+          `flow ${flow} run ${run_id} ${status}${failedNode ? `: node ${failedNode.node_id} ${failedNode.status} (${failedNode.reason})` : ''}`,
+        );
+      }
+      const now = (await readWork(deps, project_id, { session_id })).projection?.contracts.find(
+        (candidate) => candidate.contract_id === contract_id,
       );
+      item_status = now?.items.find((item) => item.item_id === item_id)?.status ?? null;
     }
-    const now = (await readWork(deps, project_id, { session_id })).projection?.contracts.find(
-      (candidate) => candidate.contract_id === contract_id,
-    );
-    item_status = now?.items.find((item) => item.item_id === item_id)?.status ?? null;
+    return {
+      session_id,
+      flow,
+      run_id,
+      status,
+      contract_id,
+      item_id: item_id ?? null,
+      nodes,
+      item_status,
+      work: await readWork(deps, project_id, { session_id }),
+    };
   }
-  return {
-    session_id,
-    flow,
-    run_id,
-    status,
-    contract_id,
-    item_id: item_id ?? null,
-    nodes,
-    item_status,
-    work: await readWork(deps, project_id, { session_id }),
-  };
 }

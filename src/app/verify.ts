@@ -323,6 +323,15 @@ function checkTool(session_id: string, tool: string, facts: SessionFacts): Check
     : { verdict: 'passed', reason: `the latest result of tool ${tool} succeeded`, evidence };
 }
 
+/** The items of a contract a flow owns: only their linked runs complete the flow for it. */
+function flowItems(contract: ContractProjection, flow: string): Set<string> {
+  return new Set(
+    contract.contract.items
+      .filter((item) => item.owner.type === 'flow' && item.owner.name === flow)
+      .map((item) => item.item_id),
+  );
+}
+
 function checkReceipt(
   session_id: string,
   facts: SessionFacts,
@@ -664,7 +673,13 @@ async function verifyOnce(
         check = checkReceipt(
           session_id,
           facts,
-          (receipt) => receipt.purpose === flowCompletedPurpose && receipt.details.flow === kind.flow,
+          // Only a run linked to an item of this contract that the flow owns counts: not a
+          // standalone run, nor one for another contract (docs/flows.md).
+          (receipt) =>
+            receipt.purpose === flowCompletedPurpose &&
+            receipt.details.flow === kind.flow &&
+            receipt.details.contract_id === contract.contract_id &&
+            flowItems(contract, kind.flow).has(String(receipt.details.item_id)),
           `flow ${kind.flow} completion`,
           // A flow's run passes only when it completed: a failed or cancelled one does not.
           (details) => details.status === 'completed',

@@ -11,8 +11,11 @@ import { schemaIssues } from '../records.ts';
 import { echoed } from '../text.ts';
 import { workIdSchema } from './model.ts';
 
-/** The most nodes one flow holds. */
-export const maxFlowNodes = 64;
+/**
+ * The most nodes one flow holds: each node's receipt and the run's marker are attached to the
+ * item, and an item shows its latest 64 pieces of evidence, so a whole run stays in view.
+ */
+export const maxFlowNodes = 32;
 
 export const flowNodeSchema = z.object({
   node_id: workIdSchema,

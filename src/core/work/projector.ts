@@ -157,7 +157,8 @@ export type WorkRule =
   | 'removes_running_item'
   | 'verifier_only'
   | 'duplicate_operation'
-  | 'review_required';
+  | 'review_required'
+  | 'flow_owned';
 
 function refuse(rule: WorkRule, message: string, data: Record<string, unknown> = {}): never {
   throw new BatonError(rule === 'stale_revision' ? 'revision_conflict' : 'conflict', message, {
@@ -517,6 +518,17 @@ export class WorkProjector {
       }
       case 'item_assigned': {
         const item = requireItem(contract, kind.item_id);
+        if (item.owner.type === 'flow' && actor.type === 'model') {
+          // The flow owns it: the model may not take it away, nor hand it to a worker.
+          refuse(
+            'flow_owned',
+            `item "${item.item_id}" is owned by flow:${item.owner.name}: the model may not reassign it`,
+            {
+              ...data,
+              item_id: item.item_id,
+            },
+          );
+        }
         item.owner = kind.owner;
         item.child_session_id = kind.child_session_id;
         return;
@@ -615,6 +627,18 @@ export class WorkProjector {
       );
     }
     const retry = isRetry(kind.from, kind.to);
+    // A flow-owned item is run by its flow alone (docs/flows.md): the model may take it up again
+    // after an interruption or a blocker, never start, stop or finish it by hand.
+    if (item.owner.type === 'flow' && actor.type === 'model' && !retry && kind.to !== 'ready') {
+      refuse(
+        'flow_owned',
+        `item "${item.item_id}" is owned by flow:${item.owner.name}: only its flow moves it (the flow tool runs it)`,
+        {
+          ...data,
+          actor: actor.type,
+        },
+      );
+    }
     if (item.review_required && retry && actor.type !== 'human') {
       refuse(
         'review_required',
