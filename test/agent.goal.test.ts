@@ -213,6 +213,58 @@ describe('goal mode, direct work', () => {
     expect((await audits()).map((audit) => audit.verdict)).toEqual(['unavailable']);
   });
 
+  it('tells the model its goal from the first turn, scrubbed as the task is, and never stores or sends a secret in it', async () => {
+    answers.push('Done.');
+    verdicts.push(verdict('passed', 'The entry is there.'));
+    const secretGoal = `${goal}; deploy with ${secret}`;
+    const { result } = await agent({ prompt: 'x'.repeat(60_000), goal: secretGoal });
+
+    expect(result.status).toBe('completed');
+    const first = sent(agentModel.calls[0]!);
+    expect(first).toContain(`The goal of this session: ${goal}; deploy with [redacted]`);
+    expect(first).not.toContain(secret);
+    const stored = [];
+    for await (const entry of store.readStream(work.sessionStream('acme', 's'))) stored.push(entry);
+    expect(JSON.stringify(stored)).not.toContain(secret);
+    // The person's long task is cut for the judge: its budget is for the evidence and the diff.
+    expect(sent(judgeModel.calls[0]!).length).toBeLessThan(40_000);
+  });
+
+  it('fails closed when the workspace’s changes cannot be read: the model’s word alone is never audited', async () => {
+    rmSync(join(workspace, '.git'), { recursive: true, force: true });
+    answers.push('Done.');
+    const { result } = await agent({ prompt: 'Note the login fix', goal });
+
+    expect(result.status).toBe('failed');
+    expect(result.reason).toBe(
+      "the goal audit could not decide (unavailable): the goal audit reads the workspace's changes, and they could not be read: the workspace is not a Git work tree",
+    );
+    expect(judgeModel.calls).toHaveLength(0);
+  });
+
+  it('lets no one end a goal session completed before a passing audit, over any surface', async () => {
+    answers.push('Done.');
+    verdicts.push(verdict('failed', 'Not met.'));
+    await agent(
+      { prompt: 'Note the login fix', goal, start: { work_mode: 'direct', workspace } },
+      deps,
+    ).catch(() => undefined);
+    // A session started with a goal, ended by another caller (HTTP and MCP end_session call this).
+    await work.startSession(deps, 'acme', { session_id: 'other', workspace }, { goal });
+    const refused = await work
+      .endSession(deps, 'acme', { session_id: 'other', status: 'completed' })
+      .catch((error: unknown) => error);
+    expect(isBatonError(refused, 'conflict')).toBe(true);
+    expect((refused as { data: { rule: string } }).data.rule).toBe('goal_unaudited');
+    const aborted = await work.endSession(deps, 'acme', { session_id: 'other', status: 'aborted' });
+    expect(aborted.terminal?.status).toBe('aborted');
+    // A goal of control characters is no goal.
+    const garbled = await work
+      .startSession(deps, 'acme', { session_id: 'garbled', workspace }, { goal: 'ship\u001b[2J\u0007' })
+      .catch((error: unknown) => error);
+    expect(isBatonError(garbled, 'invalid_input')).toBe(true);
+  });
+
   it('a person’s answer starts the count again; the model can never audit its own goal', () => {
     const audit = (verdict: string) => ({
       type: 'receipt',

@@ -495,6 +495,17 @@ describe('what the judge is shown and how its answer reads', () => {
         '<think>maybe {"verdict":"failed"} or {x}</think>\n{"verdict": "passed", "reason": "{braces} fine"}',
       ),
     ).toEqual({ verdict: 'passed', reason: 'judge: {braces} fine' });
+    // A judge that quotes another verdict (the agent's own claim, say) after its own has not
+    // decided: two verdicts are none.
+    for (const reply of [
+      '{"verdict":"failed","reason":"no entry"}\nNote: the agent claimed {"verdict":"passed","reason":"done"}',
+      '```json\n{"verdict":"failed","reason":"x"}\n```\nThe evidence said {"verdict": "passed"}.',
+    ]) {
+      expect(readJudgement(reply)).toEqual({
+        verdict: 'unknown',
+        reason: 'the judge answered with more than one verdict',
+      });
+    }
     for (const reply of [
       '',
       'passed',

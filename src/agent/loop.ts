@@ -166,6 +166,13 @@ const managedPrompt = [
   'Only the verifier marks items succeeded. When you stop, Baton verifies the contract; if work remains, it tells you why and you continue.',
 ].join('\n');
 
+/** Goal mode: the model knows from the start what the judge will audit before it may stop. */
+function goalPrompt(goal: string | undefined): string | null {
+  return goal === undefined
+    ? null
+    : `The goal of this session: ${goal}\nBefore the session may end, an independent judge audits the goal from the workspace's changes; your own word does not count. Work until the changes show it.`;
+}
+
 /** The shape an authored contract is asked for: createContract's input without the session's fields. */
 const {
   session_id: _session,
@@ -447,7 +454,9 @@ class Run {
     const schema = JSON.stringify(z.toJSONSchema(contractInput, { io: 'input' }));
     const { answer, receipt: spent } = await this.dispatch(
       {
-        system: authoringPrompt(schema, this.header.capabilities.flows),
+        system: [authoringPrompt(schema, this.header.capabilities.flows), goalPrompt(this.header.goal)]
+          .filter((part) => part !== null)
+          .join('\n'),
         messages: messages.filter((message) => message.role === 'user'),
         tools: [],
         tail: null,
@@ -843,7 +852,13 @@ class Run {
 
   async loop(): Promise<AgentRunResult> {
     const { config } = this.options;
-    const system = this.header.work_mode === 'direct' ? systemPrompt : `${systemPrompt}\n${managedPrompt}`;
+    const system = [
+      systemPrompt,
+      this.header.work_mode === 'direct' ? null : managedPrompt,
+      goalPrompt(this.header.goal),
+    ]
+      .filter((part) => part !== null)
+      .join('\n');
     const tools = offeredTools(this.header).map(chatTool);
     const { parent_session_id, contract_id, work_item_id } = this.header;
     if (parent_session_id !== null && contract_id !== null && work_item_id !== null) {
@@ -965,7 +980,10 @@ export async function runAgent(
       session_id: input.session_id,
     });
   }
-  if (stored !== null && input.goal !== undefined && input.goal !== stored.goal) {
+  // The goal is stored and sent to models as the task is: scrubbed of the caller's secrets.
+  const secrets = secretValuesFromEnv(options.env ?? process.env);
+  const goal = input.goal === undefined ? undefined : scrubSecrets(input.goal, { values: secrets }).text;
+  if (stored !== null && goal !== undefined && goal !== stored.goal) {
     throw new BatonError(
       'invalid_input',
       `session "${input.session_id}" exists: its goal is set when it starts, and stays`,
@@ -973,7 +991,7 @@ export async function runAgent(
     );
   }
   // Goal mode needs its judge: refused before anything is written, not found out at the end.
-  if ((stored?.goal ?? input.goal) !== undefined && (options.judge ?? deps.judge) === undefined) {
+  if ((stored?.goal ?? goal) !== undefined && (options.judge ?? deps.judge) === undefined) {
     throw new BatonError(
       'precondition_failed',
       'goal mode needs a judge to audit the goal: configure [judge] (docs/judge.md)',
@@ -986,7 +1004,7 @@ export async function runAgent(
       deps,
       project_id,
       { ...input.start, session_id: input.session_id },
-      input.goal === undefined ? {} : { goal: input.goal },
+      goal === undefined ? {} : { goal },
     ));
   if (stored !== null) await reconcileWork(deps, project_id, { session_id: stored.session_id });
   const existing = await readWork(deps, project_id, { session_id: header.session_id });

@@ -41,6 +41,9 @@ export interface GoalAuditResult {
   readonly receipt_id: string;
 }
 
+/** The most characters of the person's messages the judge reads as the objective. */
+const taskChars = 8000;
+
 /** The most characters of the judge's answer kept in the receipt. */
 const outputChars = 8000;
 
@@ -121,7 +124,8 @@ export async function auditGoal(
   const request = scrubbedRequest(
     goalJudgeRequest({
       goal: header.goal,
-      task: task.join('\n\n'),
+      // The task as the person gave it, bounded: the judge's budget is for the evidence and diff.
+      task: clipText(task.join('\n\n'), taskChars),
       contract: work.projection?.contracts.at(-1) ?? null,
       final_text,
       results,
@@ -131,10 +135,15 @@ export async function auditGoal(
     scrub,
   );
   const timeout_ms = Math.max(1, Math.ceil(budget - (performance.now() - started)));
-  const judgement = await judge(request, {
-    timeout_ms,
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  // Without the workspace's changes the judge would judge the transcript alone, the model's own
+  // word: the audit fails closed instead (the spec's "judging largely from transcript evidence").
+  const judgement =
+    request.workspace_diff === null
+      ? {
+          verdict: 'unavailable' as const,
+          reason: `the goal audit reads the workspace's changes, and they could not be read: ${changes.note}`,
+        }
+      : await judge(request, { timeout_ms, ...(options.signal ? { signal: options.signal } : {}) });
   const audit: GoalAudit = {
     verdict: judgement.verdict,
     reason: clipText(scrub(judgement.reason), 4000),

@@ -48,6 +48,7 @@ import { isInterruption } from '../core/work/interruption.ts';
 import { isEndedContractStatus } from '../core/work/outcome.ts';
 import { reconcileEvents, type ChildSessionState } from '../core/work/reconcile.ts';
 import { workGate } from '../core/work/gate.ts';
+import { goalAuditPurpose, goalAuditSchema } from '../core/work/goal.ts';
 import { itemChange, readinessEvents, retryTarget, workEvent } from '../core/work/runtime.ts';
 import {
   goalChars,
@@ -193,6 +194,11 @@ const agentSessionSchema = z.strictObject({
     .string()
     .max(goalChars)
     .refine((goal) => goal.trim() !== '', 'a goal says what must be true when the session ends')
+    .refine(
+      // eslint-disable-next-line no-control-regex -- a goal is words: no control character but tab and line feed
+      (goal) => !/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(goal),
+      'a goal holds no control characters',
+    )
     .optional(),
 });
 
@@ -1395,12 +1401,25 @@ async function recordInterruptionHandoff(
  * A bound session that ends interrupted with a live contract then prepares its Handoff
  * (recordInterruptionHandoff); the same end again prepares it if it was refused.
  */
+/** The verdict of the session's latest goal audit (src/app/goal.ts), or null when none ran. */
+async function lastGoalVerdict(deps: AppDeps, stream: StreamKey, head: number): Promise<string | null> {
+  let verdict: string | null = null;
+  if (head === 0) return verdict;
+  for await (const entry of deps.store.readStream(stream, { to: head, kinds: ['receipt'] })) {
+    const receipt = sessionEntrySchemas.receipt.safeParse(entry.content);
+    if (!receipt.success || receipt.data.purpose !== goalAuditPurpose) continue;
+    const audit = goalAuditSchema.safeParse(receipt.data.details);
+    verdict = audit.success ? audit.data.verdict : 'unknown';
+  }
+  return verdict;
+}
+
 export async function endSession(deps: AppDeps, project_id: string, input: unknown): Promise<WorkSnapshot> {
   const parsed = parse(endSessionFields, input, 'session end');
   const stream = sessionStream(project_id, parsed.session_id);
   /** The session's header, as read when the end was decided. */
   const decided: { header: SessionHeader | null } = { header: null };
-  const marked = await commitWork(deps, stream, ({ projection, header, terminal }) => {
+  const marked = await commitWork(deps, stream, async ({ head, projection, header, terminal }) => {
     decided.header = header;
     if (terminal !== null) {
       if (terminal.status === parsed.status) return [];
@@ -1422,6 +1441,15 @@ export async function endSession(deps: AppDeps, project_id: string, input: unkno
             status: gate.status,
             reasons: gate.reasons,
           },
+        );
+      }
+      // Goal mode: completed only after the judge found the goal met (docs/agent.md), whoever
+      // ends the session.
+      if (header?.goal !== undefined && (await lastGoalVerdict(deps, stream, head)) !== 'passed') {
+        throw new BatonError(
+          'conflict',
+          `session ${parsed.session_id} has a goal the judge has not found met: it ends completed only after a passing goal audit; end it aborted or failed`,
+          { rule: 'goal_unaudited' },
         );
       }
     }

@@ -146,7 +146,13 @@ const judgementSchema = z.object({
  * The verdict in a judge's reply: its last JSON object (fenced in Markdown or not). A reply that
  * holds no such object, or another verdict, is `unknown`: the judge did not decide.
  */
-export function readJudgement(reply: string): { verdict: Verdict; reason: string } {
+export function readJudgement(answer: string): { verdict: Verdict; reason: string } {
+  // What a model thinks aloud is not its answer.
+  const reply = answer.replace(/<think>[\s\S]*?(<\/think>|$)/gi, '');
+  // A judge that quotes another verdict beside its own (the agent's own claim, shown as
+  // evidence) has not decided: two different verdicts are none.
+  const said = new Set([...reply.matchAll(/"verdict"\s*:\s*"([a-z_]+)"/g)].map((match) => match[1]));
+  if (said.size > 1) return { verdict: 'unknown', reason: 'the judge answered with more than one verdict' };
   // The last object that parses, ending at the last brace: a model that thinks aloud first
   // (`<think>… {…} …</think>`) still answers with its final object.
   const end = reply.lastIndexOf('}');
