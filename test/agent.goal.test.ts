@@ -20,6 +20,7 @@ import { systemClock } from '../src/core/clock.ts';
 import { isBatonError } from '../src/core/errors.ts';
 import { agentConfigSchema, judgeConfigSchema } from '../src/core/work/config.ts';
 import { failedGoalAudits } from '../src/core/work/goal.ts';
+import { usableWorkspaceCheckpoint } from '../src/app/workspace-paths.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import {
   startScriptedModel,
@@ -37,7 +38,8 @@ let store: SqliteStore;
 let deps: AppDeps;
 let agentModel: ScriptedModel;
 let judgeModel: ScriptedModel;
-let answers: ScriptedAnswer[];
+/** The agent's answers in turn; a function runs when its turn comes (to change the workspace). */
+let answers: (ScriptedAnswer | (() => ScriptedAnswer))[];
 let verdicts: ScriptedAnswer[];
 
 beforeEach(async () => {
@@ -51,7 +53,10 @@ beforeEach(async () => {
   await store.createProject('acme');
   answers = [];
   verdicts = [];
-  agentModel = await startScriptedModel(() => answers.shift() ?? { status: 500, body: 'script ran out' });
+  agentModel = await startScriptedModel(() => {
+    const next = answers.shift() ?? { status: 500, body: 'script ran out' };
+    return typeof next === 'function' ? next() : next;
+  });
   judgeModel = await startScriptedModel(() => verdicts.shift() ?? { status: 500, body: 'no verdict left' });
   deps = {
     store,
@@ -231,8 +236,23 @@ describe('goal mode, direct work', () => {
   });
 
   it('fails closed when the workspace’s changes cannot be read: the model’s word alone is never audited', async () => {
+    // Known at the start: refused before anything is written, not after the work.
     rmSync(join(workspace, '.git'), { recursive: true, force: true });
-    answers.push('Done.');
+    const refused = await agent({ prompt: 'Note the login fix', goal }).catch((error: unknown) => error);
+    expect(isBatonError(refused, 'precondition_failed')).toBe(true);
+    expect((refused as Error).message).toBe(
+      "goal mode reads the workspace's changes, and they cannot be read here: the workspace is not a Git work tree",
+    );
+    await expect(store.getStream(work.sessionStream('acme', 's'))).rejects.toMatchObject({
+      code: 'not_found',
+    });
+
+    // Gone during the run (the repository moved away): the audit does not ask the judge.
+    execFileSync('git', ['-C', workspace, 'init', '-q']);
+    answers.push(() => {
+      rmSync(join(workspace, '.git'), { recursive: true, force: true });
+      return 'Done.';
+    });
     const { result } = await agent({ prompt: 'Note the login fix', goal });
 
     expect(result.status).toBe('failed');
@@ -258,7 +278,45 @@ describe('goal mode, direct work', () => {
     expect((refused as { data: { rule: string } }).data.rule).toBe('goal_unaudited');
     const aborted = await work.endSession(deps, 'acme', { session_id: 'other', status: 'aborted' });
     expect(aborted.terminal?.status).toBe('aborted');
-    // A goal of control characters is no goal.
+    // A passing audit the workspace has since moved past is no pass.
+    await work.startSession(deps, 'acme', { session_id: 'stale', workspace }, { goal });
+    const passedNow = async (session_id: string) => {
+      await store.append(work.sessionStream('acme', session_id), [
+        {
+          type: 'receipt',
+          content: {
+            schema: 'baton.receipt/v1',
+            receipt_id: `goal-${session_id}`,
+            purpose: 'goal_audit',
+            details: {
+              verdict: 'passed',
+              reason: 'met',
+              goal,
+              checkpoint: await usableWorkspaceCheckpoint(deps, workspace),
+            },
+          },
+          metadata: { kind: 'receipt' },
+        },
+      ]);
+    };
+    await passedNow('stale');
+    writeFileSync(join(workspace, 'CHANGELOG.md'), '# Changelog\n- changed after the audit\n');
+    const stale = await work
+      .endSession(deps, 'acme', { session_id: 'stale', status: 'completed' })
+      .catch((error: unknown) => error);
+    expect((stale as { data?: { rule: string } }).data?.rule).toBe('goal_unaudited');
+    await work.startSession(deps, 'acme', { session_id: 'fresh', workspace }, { goal });
+    await passedNow('fresh');
+    expect(
+      (await work.endSession(deps, 'acme', { session_id: 'fresh', status: 'completed' })).terminal?.status,
+    ).toBe('completed');
+    // Line ends from another system are words; a goal of control characters is no goal.
+    await work.startSession(
+      deps,
+      'acme',
+      { session_id: 'crlf', workspace },
+      { goal: 'fix it\r\nand test it' },
+    );
     const garbled = await work
       .startSession(deps, 'acme', { session_id: 'garbled', workspace }, { goal: 'ship\u001b[2J\u0007' })
       .catch((error: unknown) => error);

@@ -81,8 +81,25 @@ async function receipts(session_id: string) {
   return found;
 }
 
+const flowOwner = { type: 'flow', name: 'check' };
+
+/** A contract's definition: one item `checked` (owned by `owner`) decided by the check flow's completion. */
+function checkDefinition(owner: Record<string, unknown> = flowOwner) {
+  return {
+    objective: 'Check the demo',
+    criteria: [
+      {
+        criterion_id: 'flow-ok',
+        statement: 'the check flow completed',
+        kind: { type: 'flow_completed', flow: 'check' },
+      },
+    ],
+    items: [{ item_id: 'checked', title: 'Run the checks', owner, criterion_ids: ['flow-ok'] }],
+  };
+}
+
 /** A managed session granted the flows, with a contract whose item `checked` flow:check owns. */
-async function managed(session_id = 'm', owner: Record<string, unknown> = { type: 'flow', name: 'check' }) {
+async function managed(session_id = 'm', owner: Record<string, unknown> = flowOwner) {
   await work.startSession(deps, 'acme', {
     session_id,
     work_mode: 'managed',
@@ -92,19 +109,7 @@ async function managed(session_id = 'm', owner: Record<string, unknown> = { type
   await work.createContract(
     deps,
     'acme',
-    {
-      session_id,
-      contract_id: 'c1',
-      objective: 'Check the demo',
-      criteria: [
-        {
-          criterion_id: 'flow-ok',
-          statement: 'the check flow completed',
-          kind: { type: 'flow_completed', flow: 'check' },
-        },
-      ],
-      items: [{ item_id: 'checked', title: 'Run the checks', owner, criterion_ids: ['flow-ok'] }],
-    },
+    { session_id, contract_id: 'c1', ...checkDefinition(owner) },
     human,
   );
 }
@@ -340,6 +345,23 @@ describe('a flow run linked to the item it owns', () => {
       )
       .catch((error: unknown) => error);
     expect(isBatonError(taken, 'conflict')).toBe(true);
+    // A revision naming another owner does not move an existing item: the projector, the flow
+    // and the verifier all go by the owner the item has.
+    await managed('r', { type: 'parent_agent' });
+    const revised = await work.reviseContract(
+      deps,
+      'acme',
+      { session_id: 'r', previous_revision: 1, ...checkDefinition(), reason: 'let the flow run it' },
+      human,
+    );
+    expect(revised.contract!.items[0]!.owner).toEqual({ type: 'parent_agent' });
+    const mismatch = await runFlow(
+      deps,
+      'acme',
+      { session_id: 'r', flow: 'check', item_id: 'checked' },
+      { env },
+    ).catch((error: unknown) => error);
+    expect((mismatch as { data?: { rule: string } }).data?.rule).toBe('flow_owner_mismatch');
     // The flow still runs it, and the verifier decides.
     const result = await runFlow(
       deps,
@@ -552,24 +574,7 @@ describe('the agent’s flow tool', () => {
   afterEach(async () => model.close());
 
   it('runs the flow that owns an item of the authored contract; the verifier then completes it', async () => {
-    const authored = {
-      objective: 'Check the demo',
-      criteria: [
-        {
-          criterion_id: 'flow-ok',
-          statement: 'checks pass',
-          kind: { type: 'flow_completed', flow: 'check' },
-        },
-      ],
-      items: [
-        {
-          item_id: 'checked',
-          title: 'Run the checks',
-          owner: { type: 'flow', name: 'check' },
-          criterion_ids: ['flow-ok'],
-        },
-      ],
-    };
+    const authored = checkDefinition();
     const answers = [
       JSON.stringify(authored),
       { tool_calls: [{ id: 'f1', name: 'flow', input: { flow: 'check', item_id: 'checked' } }] },

@@ -495,6 +495,21 @@ describe('what the judge is shown and how its answer reads', () => {
         '<think>maybe {"verdict":"failed"} or {x}</think>\n{"verdict": "passed", "reason": "{braces} fine"}',
       ),
     ).toEqual({ verdict: 'passed', reason: 'judge: {braces} fine' });
+    // A template that opened the thinking in the prompt: only its close is in the reply.
+    expect(
+      readJudgement(
+        'It might be {"verdict": "failed"} but no.\n</think>\n{"verdict": "passed", "reason": "ok"}',
+      ),
+    ).toEqual({ verdict: 'passed', reason: 'judge: ok' });
+    // A reason naming <think>, or prose naming no real verdict, is still an answer.
+    expect(readJudgement('{"verdict": "passed", "reason": "no <think> tags were needed"}')).toEqual({
+      verdict: 'passed',
+      reason: 'judge: no <think> tags were needed',
+    });
+    expect(readJudgement('The "verdict": "done" part aside: {"verdict": "failed", "reason": "x"}')).toEqual({
+      verdict: 'failed',
+      reason: 'judge: x',
+    });
     // A judge that quotes another verdict (the agent's own claim, say) after its own has not
     // decided: two verdicts are none.
     for (const reply of [

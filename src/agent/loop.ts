@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { AppDeps } from '../app/deps.ts';
 import { stopGate, type StopGateResult } from '../app/gate.ts';
-import { auditGoal } from '../app/goal.ts';
+import { auditGoal, goalWorkspaceProblem } from '../app/goal.ts';
 import { verifyWork, type CriterionProgress } from '../app/verify.ts';
 import {
   createContract,
@@ -997,6 +997,18 @@ export async function runAgent(
       'goal mode needs a judge to audit the goal: configure [judge] (docs/judge.md)',
       { session_id: input.session_id, rule: 'goal_needs_judge' },
     );
+  }
+  // …and the workspace's changes, which the audit reads: a goal that could never pass its
+  // audit here is refused now, not after the model did all its work.
+  if ((stored?.goal ?? goal) !== undefined) {
+    const problem = await goalWorkspaceProblem(deps, stored?.workspace ?? input.start.workspace ?? null);
+    if (problem !== null) {
+      throw new BatonError(
+        'precondition_failed',
+        `goal mode reads the workspace's changes, and they cannot be read here: ${problem}`,
+        { session_id: input.session_id, rule: 'goal_needs_changes' },
+      );
+    }
   }
   const header =
     stored ??

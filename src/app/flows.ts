@@ -113,7 +113,9 @@ function linkedItem(contract: ContractProjection | undefined, flow: string, item
       item_id,
     });
   }
-  const owner = definition.owner;
+  // Its owner now, as the projector holds it (the one source of truth; a revision that names
+  // another owner in the definition does not move an existing item).
+  const owner = state.owner;
   if (owner.type !== 'flow' || owner.name !== flow) {
     throw new BatonError(
       'conflict',

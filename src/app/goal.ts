@@ -64,6 +64,20 @@ function scrubbedRequest(request: JudgeRequest, scrub: (text: string) => string)
 }
 
 /**
+ * Why a goal could not be audited in this workspace (its changes cannot be read: no Git work
+ * tree, no sandbox, …), or null when it can: asked before a goal run writes anything, so that
+ * the run is refused at once instead of failing its audit at the end.
+ */
+export async function goalWorkspaceProblem(deps: AppDeps, workspace: string | null): Promise<string | null> {
+  const changes = await workspaceChanges(workspace, privateFiles(deps), {
+    timeout_ms: diffTimeoutMs,
+    signal: undefined,
+    sandbox: undefined,
+  });
+  return changes.diff === null ? changes.note : null;
+}
+
+/**
  * Audit the session's goal with the judge and record the verdict. Refused (writing nothing)
  * when the session has no goal (`invalid_input`) or no judge is configured (`precondition_failed`).
  */

@@ -325,8 +325,9 @@ function checkTool(session_id: string, tool: string, facts: SessionFacts): Check
 
 /** The items of a contract a flow owns: only their linked runs complete the flow for it. */
 function flowItems(contract: ContractProjection, flow: string): Set<string> {
+  // Owned now, as the projector holds it: the same owner the flow and the projector go by.
   return new Set(
-    contract.contract.items
+    contract.items
       .filter((item) => item.owner.type === 'flow' && item.owner.name === flow)
       .map((item) => item.item_id),
   );

@@ -70,7 +70,7 @@ import { resolveEvidence } from './work-evidence.ts';
 import { prepareInterruptionHandoff, recordEndedContracts } from './work-outcome.ts';
 import { requireAcceptedReceipt } from './continuity.ts';
 import { requireReadableEvidence } from './evidence.ts';
-import { checkWorkspaceBoundary, workspaceChecker } from './workspace-paths.ts';
+import { checkWorkspaceBoundary, usableWorkspaceCheckpoint, workspaceChecker } from './workspace-paths.ts';
 
 /** Entry kinds the work projection reads from a session stream. */
 export const workEntryKinds = ['session_header', 'work_event', 'checkpoint', 'terminal', 'receipt'] as const;
@@ -195,8 +195,8 @@ const agentSessionSchema = z.strictObject({
     .max(goalChars)
     .refine((goal) => goal.trim() !== '', 'a goal says what must be true when the session ends')
     .refine(
-      // eslint-disable-next-line no-control-regex -- a goal is words: no control character but tab and line feed
-      (goal) => !/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(goal),
+      // eslint-disable-next-line no-control-regex -- a goal is words: no control character but tab and line ends
+      (goal) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/.test(goal),
       'a goal holds no control characters',
     )
     .optional(),
@@ -1401,17 +1401,28 @@ async function recordInterruptionHandoff(
  * A bound session that ends interrupted with a live contract then prepares its Handoff
  * (recordInterruptionHandoff); the same end again prepares it if it was refused.
  */
-/** The verdict of the session's latest goal audit (src/app/goal.ts), or null when none ran. */
-async function lastGoalVerdict(deps: AppDeps, stream: StreamKey, head: number): Promise<string | null> {
-  let verdict: string | null = null;
-  if (head === 0) return verdict;
+/**
+ * Whether the session's latest goal audit (src/app/goal.ts) passed, on the workspace as it is
+ * now: a pass the workspace has since moved past (by its checkpoint) is no pass.
+ */
+async function goalStillMet(
+  deps: AppDeps,
+  stream: StreamKey,
+  head: number,
+  workspace: string | null,
+): Promise<boolean> {
+  let latest: { verdict: string; checkpoint: string | null } | null = null;
+  if (head === 0) return false;
   for await (const entry of deps.store.readStream(stream, { to: head, kinds: ['receipt'] })) {
     const receipt = sessionEntrySchemas.receipt.safeParse(entry.content);
     if (!receipt.success || receipt.data.purpose !== goalAuditPurpose) continue;
     const audit = goalAuditSchema.safeParse(receipt.data.details);
-    verdict = audit.success ? audit.data.verdict : 'unknown';
+    latest = audit.success ? audit.data : { verdict: 'unknown', checkpoint: null };
   }
-  return verdict;
+  if (latest?.verdict !== 'passed') return false;
+  if (latest.checkpoint === null || workspace === null) return true;
+  const now = await usableWorkspaceCheckpoint(deps, workspace).catch(() => null);
+  return now === latest.checkpoint;
 }
 
 export async function endSession(deps: AppDeps, project_id: string, input: unknown): Promise<WorkSnapshot> {
@@ -1445,10 +1456,10 @@ export async function endSession(deps: AppDeps, project_id: string, input: unkno
       }
       // Goal mode: completed only after the judge found the goal met (docs/agent.md), whoever
       // ends the session.
-      if (header?.goal !== undefined && (await lastGoalVerdict(deps, stream, head)) !== 'passed') {
+      if (header?.goal !== undefined && !(await goalStillMet(deps, stream, head, header.workspace))) {
         throw new BatonError(
           'conflict',
-          `session ${parsed.session_id} has a goal the judge has not found met: it ends completed only after a passing goal audit; end it aborted or failed`,
+          `session ${parsed.session_id} has a goal the judge has not found met on the workspace as it is: it ends completed only after a passing goal audit; end it aborted or failed`,
           { rule: 'goal_unaudited' },
         );
       }

@@ -147,11 +147,16 @@ const judgementSchema = z.object({
  * holds no such object, or another verdict, is `unknown`: the judge did not decide.
  */
 export function readJudgement(answer: string): { verdict: Verdict; reason: string } {
-  // What a model thinks aloud is not its answer.
-  const reply = answer.replace(/<think>[\s\S]*?(<\/think>|$)/gi, '');
+  // What a model thinks aloud is not its answer: everything up to the last `</think>` (some
+  // templates open the block in the prompt), or an unclosed block the reply starts with.
+  const closed = answer.toLowerCase().lastIndexOf('</think>');
+  const reply =
+    closed !== -1 ? answer.slice(closed + '</think>'.length) : answer.replace(/^\s*<think>[\s\S]*$/i, '');
   // A judge that quotes another verdict beside its own (the agent's own claim, shown as
   // evidence) has not decided: two different verdicts are none.
-  const said = new Set([...reply.matchAll(/"verdict"\s*:\s*"([a-z_]+)"/g)].map((match) => match[1]));
+  const said = new Set(
+    [...reply.matchAll(/"verdict"\s*:\s*"(passed|failed|unknown)"/g)].map((match) => match[1]),
+  );
   if (said.size > 1) return { verdict: 'unknown', reason: 'the judge answered with more than one verdict' };
   // The last object that parses, ending at the last brace: a model that thinks aloud first
   // (`<think>… {…} …</think>`) still answers with its final object.
