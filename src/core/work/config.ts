@@ -161,12 +161,16 @@ function readSection<S extends z.ZodType>(
     if (!known.has(key)) warnings.push(`${file}: unknown key ${name}.${echoed(key)} is ignored`);
   }
   const parsed = schema.safeParse(section);
-  if (!parsed.success) {
-    const issue = schemaIssues(parsed.error)[0]!;
-    throw new BatonError('invalid_input', `${file}: ${name}.${issue.path} ${issue.message}`, {
-      key: `${name}.${issue.path}`,
-      issues: schemaIssues(parsed.error),
-    });
-  }
+  if (!parsed.success) throw configRefusal(file, name, parsed.error);
   return { config: parsed.data, warnings };
+}
+
+/** A section of baton.toml refused: its first issue named by its key (`judge.timeout_ms …`). */
+export function configRefusal(file: string, section: string, error: z.ZodError): BatonError {
+  const issues = schemaIssues(error);
+  const issue = issues[0]!;
+  return new BatonError('invalid_input', `${file}: ${section}.${issue.path} ${issue.message}`, {
+    key: `${section}.${issue.path}`,
+    issues,
+  });
 }

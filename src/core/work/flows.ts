@@ -7,8 +7,8 @@
  */
 import { z } from 'zod';
 import { BatonError } from '../errors.ts';
-import { schemaIssues } from '../records.ts';
 import { echoed } from '../text.ts';
+import { configRefusal } from './config.ts';
 import { workIdSchema } from './model.ts';
 
 /**
@@ -182,13 +182,7 @@ export function readFlowsConfig(
       }
     }
     const parsed = flowDefinitionSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = schemaIssues(parsed.error)[0]!;
-      throw new BatonError('invalid_input', `${file}: ${key}.${issue.path} ${issue.message}`, {
-        key: `${key}.${issue.path}`,
-        issues: schemaIssues(parsed.error),
-      });
-    }
+    if (!parsed.success) throw configRefusal(file, key, parsed.error);
     config[name] = parsed.data;
   }
   return { config, warnings };
