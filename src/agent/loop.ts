@@ -191,7 +191,7 @@ function authoringPrompt(schema: string, flows: readonly string[]): string {
     'List assumptions; set requires_confirmation only when one changes destructive scope, security, cost, external side effects or the acceptance criteria.',
     flows.length === 0
       ? 'This session may run no static flow: use no flow owner and no flow_completed criterion.'
-      : `Static flows this session may run (deterministic checks baton.toml declares): ${flows.join(', ')}. An item they should run has owner {"type": "flow", "name": NAME}; a flow_completed criterion {"type": "flow_completed", "flow": NAME} passes when its latest run completed.`,
+      : `Static flows this session may run (deterministic checks baton.toml declares): ${flows.join(', ')}. An item they should run has owner {"type": "flow", "name": NAME}; a flow_completed criterion {"type": "flow_completed", "flow": NAME} passes when the flow's latest run for an item of this contract it owns completed, so give the flow an item to run.`,
   ].join('\n');
 }
 
