@@ -89,7 +89,7 @@ const config = agentConfigSchema.parse({
   timeout_ms: 5000,
 });
 
-async function agent(input: Partial<AgentRunInput>, runDeps: AppDeps = deps) {
+async function agent(input: Partial<AgentRunInput>, runDeps: AppDeps = deps, signal?: AbortSignal) {
   const events: AgentEvent[] = [];
   const route = { ...config, base_url: `${agentModel.url}/v1` };
   const result = await runAgent(
@@ -102,6 +102,7 @@ async function agent(input: Partial<AgentRunInput>, runDeps: AppDeps = deps) {
       env,
       onEvent: (event) => events.push(event),
       retry_delay_ms: 5,
+      ...(signal ? { signal } : {}),
     },
   );
   return { result, events };
@@ -321,6 +322,23 @@ describe('goal mode, direct work', () => {
       .startSession(deps, 'acme', { session_id: 'garbled', workspace }, { goal: 'ship\u001b[2J\u0007' })
       .catch((error: unknown) => error);
     expect(isBatonError(garbled, 'invalid_input')).toBe(true);
+  });
+
+  it('ends aborted, never completed or failed, when cancelled while the judge audits', async () => {
+    answers.push('Done.');
+    verdicts.push({ reply: verdict('passed', 'too late') as string, delay_ms: 3000 });
+    const controller = new AbortController();
+    const running = agent({ prompt: 'Note the login fix', goal }, deps, controller.signal);
+    // Cancelled once the judge has the request.
+    for (let waited = 0; judgeModel.calls.length === 0 && waited < 5000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    controller.abort();
+    const { result } = await running;
+
+    expect(result.status).toBe('aborted');
+    expect(result.work.terminal?.status).toBe('aborted');
+    expect((await audits()).every((audit) => audit.verdict !== 'passed')).toBe(true);
   });
 
   it('a person’s answer starts the count again; the model can never audit its own goal', () => {
